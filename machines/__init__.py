@@ -1,0 +1,37 @@
+"""interlock.machines: the pure half of interlock.
+
+Spec model, loader, lint, IR, compile backends and renderers. Nothing here touches the
+clock, processes or databases; reading a spec file is the only I/O (``load``).
+
+>>> from interlock.machines import loads, build_ir
+>>> ir = build_ir(loads("machine: door\\ninitial: closed\\nstates:\\n  closed: {on: {open: opened}}\\n  opened: {on: {close: closed}}\\n"))
+>>> ir.events
+('close', 'open')
+"""
+
+from .bindings import Binding, Bindings, Call
+from .compile import compile
+from .diagnostics import Diagnostic, Mark, Severity, SpecError
+from .ir import MachineIR, StateIR, TransitionIR, build_ir
+from .lint import lint
+from .loader import load, loads
+from .spec import Spec
+
+__all__ = [
+    "Binding",
+    "Bindings",
+    "Call",
+    "Diagnostic",
+    "MachineIR",
+    "Mark",
+    "Severity",
+    "Spec",
+    "SpecError",
+    "StateIR",
+    "TransitionIR",
+    "build_ir",
+    "compile",
+    "lint",
+    "load",
+    "loads",
+]

@@ -1,0 +1,33 @@
+"""How specs meet Python: guards and actions are names, bound to callables at compile time.
+
+Every bound callable receives one :class:`Call` and nothing else, whatever the backend,
+so the same bindings drive python-statemachine and transitions alike. A guard returns a
+truthy value to allow its transition; an action's return value is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class Call:
+    """What a bound guard or action is told about the step it runs in."""
+
+    name: str
+    event: str | None
+    data: Mapping[str, Any]
+    context: MutableMapping[str, Any]
+    source: str | None = None
+    target: str | None = None
+    # Events an action raises go to the internal queue: handled before the next external one.
+    raised: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def raise_event(self, event: str, **data: Any) -> None:
+        self.raised.append((event, data))
+
+
+Binding = Callable[[Call], Any]
+Bindings = Mapping[str, Binding]

@@ -1,0 +1,119 @@
+"""Source marks and diagnostics: every problem interlock reports points at FILE:LINE:COL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Mark:
+    """A position in a source file; line and column are 1-based."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One finding, printed as ``FILE:LINE:COL: error|warning CODE: message``."""
+
+    code: str
+    severity: Severity
+    message: str
+    mark: Mark
+    hint: str | None = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        text = f"{self.mark}: {self.severity.value} {self.code}: {self.message}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.mark.file,
+            "line": self.mark.line,
+            "column": self.mark.column,
+            "severity": self.severity.value,
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+
+def error(code: str, message: str, mark: Mark, hint: str | None = None) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, message, mark, hint)
+
+
+def warning(code: str, message: str, mark: Mark, hint: str | None = None) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, message, mark, hint)
+
+
+def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    return sorted(diagnostics, key=lambda d: (d.mark, d.code, d.message))
+
+
+class SpecError(Exception):
+    """A spec could not be loaded; carries the diagnostics that say why."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = sort_diagnostics(diagnostics)
+        super().__init__("\n".join(str(d) for d in self.diagnostics))
+
+
+# The catalogue of codes. Lint, tests and docs/spec-language.md all read from here.
+CODES: dict[str, str] = {
+    # Y: reading the file and its YAML
+    "Y001": "the file is empty",
+    "Y002": "YAML syntax error",
+    "Y003": "the top level is not a mapping",
+    "Y004": "duplicate key",
+    "Y005": "tab character used for indentation",
+    "Y006": "the file is not UTF-8 text",
+    "Y007": "the file is too large",
+    "Y008": "the document is nested too deeply",
+    "Y009": "the document expands to too many nodes (alias bomb)",
+    "Y010": "more than one YAML document in the file",
+    "Y011": "the file cannot be read",
+    # S: the shape of the spec (the pydantic model)
+    "S101": "unknown key",
+    "S102": "missing required field",
+    "S103": "invalid value",
+    "S104": "invalid identifier",
+    "S105": "invalid duration",
+    "S106": "unsupported spec version",
+    # M: the machine the spec describes
+    "M201": "transition target is not a state",
+    "M202": "missing initial state",
+    "M203": "initial state is not a child of its parent",
+    "M204": "duplicate state id",
+    "M205": "state is unreachable",
+    "M206": "trap state: not final and no way out",
+    "M207": "final state has outgoing transitions or actions that can never run",
+    "M208": "history state without a default",
+    "M209": "nondeterminism: an earlier unguarded transition hides this one",
+    "M210": "unguarded eventless loop",
+    "M211": "guard or action is not bound",
+    "M212": "delay names an unknown or non-numeric context field",
+    "M213": "reserved event name",
+    "M214": "state kind does not allow this field",
+    "M215": "context default does not match its type",
+    # B: backend refusals (compile targets that cannot express a feature)
+    "B301": "the transitions backend cannot express this feature",
+}

@@ -1,0 +1,179 @@
+"""The spec model: what a YAML spec may say, as pydantic models with source marks.
+
+The model checks shape and types only. Names, durations and everything about the
+machine the spec describes (targets, reachability, ...) are checked by :mod:`.lint`
+over the IR, where every node still knows its mark.
+
+Shorthands accepted on input and normalized here:
+
+* ``on: {go: done}`` -> ``on: {go: [{target: done}]}``
+* ``on: {go: {guard: ok, target: done}}`` -> a one-element list
+* ``on: {tick: null}`` -> a targetless (internal) transition with no actions
+* ``entry: start_clock`` -> ``entry: [start_clock]``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+
+from .diagnostics import Mark
+
+UNKNOWN_MARK = Mark("<unknown>", 1, 1)
+
+StateType = Literal["atomic", "compound", "parallel", "final", "history"]
+ContextType = Literal["int", "float", "str", "bool", "list", "dict", "duration", "any"]
+HistoryDepth = Literal["shallow", "deep"]
+
+
+class Node(BaseModel):
+    """Base of every spec node: strict keys, plus the marks of the node and its fields."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=False)
+
+    _mark: Mark = PrivateAttr(default=UNKNOWN_MARK)
+    _field_marks: dict[str, Mark] = PrivateAttr(default_factory=dict)
+
+    @property
+    def mark(self) -> Mark:
+        return self._mark
+
+    def mark_of(self, name: str) -> Mark:
+        """The mark of one field's value (the node's own mark when it was not written)."""
+        return self._field_marks.get(name, self._mark)
+
+
+def _as_list(value: Any) -> Any:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return value
+
+
+def _as_transitions(value: Any) -> Any:
+    """Normalize one transition entry (str, mapping, null or list) to a list of mappings."""
+    if value is None:
+        return [{}]
+    if isinstance(value, str):
+        return [{"target": value}]
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return [{"target": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
+class TransitionSpec(Node):
+    """One candidate transition; several candidates for one event are tried in order."""
+
+    target: str | None = Field(
+        default=None, description="Target state id; absent means targetless (internal)."
+    )
+    guard: str | None = Field(
+        default=None,
+        description="Name of a bound guard; prefix with '!' to negate it.",
+    )
+    actions: list[str] = Field(default_factory=list, description="Names of bound actions.")
+    description: str | None = None
+
+    _as_list = field_validator("actions", mode="before")(_as_list)
+
+
+Transitions = list[TransitionSpec]
+
+
+class ContextField(Node):
+    """A typed field of a session's context."""
+
+    type: ContextType = "any"
+    default: Any = None
+    description: str | None = None
+
+
+class StateSpec(Node):
+    """A state. Its kind is ``type``, or inferred: with ``states`` it is compound."""
+
+    type: StateType | None = Field(default=None, description="Inferred when absent.")
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    initial: str | None = Field(default=None, description="Initial child of a compound state.")
+    states: dict[str, StateSpec] = Field(default_factory=dict)
+    entry: list[str] = Field(default_factory=list, description="Actions run on entry.")
+    exit: list[str] = Field(default_factory=list, description="Actions run on exit.")
+    on: dict[str, Transitions] = Field(
+        default_factory=dict, description="Transitions by event name (dotted; prefix match)."
+    )
+    always: Transitions = Field(
+        default_factory=list, description="Eventless transitions, tried after every step."
+    )
+    after: dict[str, Transitions] = Field(
+        default_factory=dict,
+        description="Delayed transitions by duration (500ms, 3m, 1h30m) or context field.",
+    )
+    history: HistoryDepth | None = Field(
+        default=None, description="For type: history, shallow (default) or deep."
+    )
+    default: str | None = Field(
+        default=None, description="For type: history, the state entered when none is recorded."
+    )
+
+    _lists = field_validator("entry", "exit", "tags", mode="before")(_as_list)
+
+    @field_validator("on", "after", mode="before")
+    @classmethod
+    def _normalize_events(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {(str(k) if not isinstance(k, str) else k): _as_transitions(v)
+                    for k, v in value.items()}
+        return value
+
+    @field_validator("always", mode="before")
+    @classmethod
+    def _normalize_always(cls, value: Any) -> Any:
+        return _as_transitions(value) if value is not None else []
+
+    @property
+    def kind(self) -> StateType:
+        if self.type is not None:
+            return self.type
+        return "compound" if self.states else "atomic"
+
+
+class Spec(Node):
+    """A machine: the root of a spec file."""
+
+    machine: str = Field(description="Machine name (an identifier).")
+    version: int = Field(default=1, description="Spec format version; 1 is the only one.")
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    context: dict[str, ContextField] = Field(
+        default_factory=dict, description="Typed data model of a session."
+    )
+    initial: str | None = Field(default=None, description="Initial top-level state.")
+    states: dict[str, StateSpec] = Field(description="Top-level states by id.")
+
+    _file: str = PrivateAttr(default="<unknown>")
+    _lists = field_validator("tags", mode="before")(_as_list)
+
+    @property
+    def file(self) -> str:
+        return self._file
+
+    def walk_states(self) -> Iterator[tuple[tuple[str, ...], StateSpec]]:
+        """Every state with its path of ids from the root, parents before children."""
+
+        def walk(
+            states: dict[str, StateSpec], prefix: tuple[str, ...]
+        ) -> Iterator[tuple[tuple[str, ...], StateSpec]]:
+            for sid, state in states.items():
+                yield (*prefix, sid), state
+                yield from walk(state.states, (*prefix, sid))
+
+        yield from walk(self.states, ())
+
+
+StateSpec.model_rebuild()
+Spec.model_rebuild()

@@ -1,0 +1,279 @@
+"""Safe YAML reading that remembers where every key and value came from.
+
+The document is composed with PyYAML's safe composer (no Python tags), then converted
+to plain dicts, lists and scalars while a :class:`SourceMap` records the mark of every
+path. Duplicate keys are errors (never silently last-wins); size, depth and node count
+are capped so that a hostile document (an alias bomb, 10,000 nested brackets) yields a
+diagnostic instead of a hang or a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import re
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from .diagnostics import Diagnostic, Mark, SpecError, error
+
+Path = tuple[str | int, ...]
+
+MAX_BYTES = 1 << 20  # 1 MiB: far beyond any hand-written spec
+MAX_DEPTH = 64
+MAX_NODES = 200_000
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 booleans: only true/false. ``on:``, ``yes``, ``off`` are strings."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+@dataclass
+class SourceMap:
+    """Marks of the keys and values of one document, by path from the root."""
+
+    file: str
+    values: dict[Path, Mark] = field(default_factory=dict)
+    keys: dict[Path, Mark] = field(default_factory=dict)
+
+    def value(self, path: Path) -> Mark:
+        """The mark of the value at ``path``, or of its nearest recorded ancestor."""
+        for i in range(len(path), -1, -1):
+            mark = self.values.get(path[:i])
+            if mark is not None:
+                return mark
+        return Mark(self.file, 1, 1)
+
+    def key(self, path: Path) -> Mark:
+        """The mark of the key that names ``path`` (falls back to the value's mark)."""
+        return self.keys.get(path) or self.value(path)
+
+    def has(self, path: Path) -> bool:
+        return path in self.values
+
+
+@dataclass
+class Document:
+    data: Any
+    source: SourceMap
+
+
+def _mark(file: str, node_mark: Any) -> Mark:
+    return Mark(file, node_mark.line + 1, node_mark.column + 1)
+
+
+class _Converter:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.source = SourceMap(file)
+        self.diagnostics: list[Diagnostic] = []
+        self.count = 0
+        self.constructor = _Loader("")  # only its scalar constructors are used
+
+    def convert(self, node: Node, path: Path, depth: int) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise SpecError(
+                [
+                    error(
+                        "Y009",
+                        f"the document expands to more than {MAX_NODES} nodes "
+                        "(an alias bomb?)",
+                        _mark(self.file, node.start_mark),
+                    )
+                ]
+            )
+        if depth > MAX_DEPTH:
+            raise SpecError(
+                [
+                    error(
+                        "Y008",
+                        f"the document is nested more than {MAX_DEPTH} levels deep",
+                        _mark(self.file, node.start_mark),
+                    )
+                ]
+            )
+        self.source.values.setdefault(path, _mark(self.file, node.start_mark))
+        if isinstance(node, ScalarNode):
+            return self.constructor.construct_object(node, deep=True)
+        if isinstance(node, SequenceNode):
+            return [
+                self.convert(item, (*path, i), depth + 1) for i, item in enumerate(node.value)
+            ]
+        if isinstance(node, MappingNode):
+            return self._mapping(node, path, depth)
+        raise SpecError([error("Y002", "unsupported YAML node", _mark(self.file, node.start_mark))])
+
+    def _mapping(self, node: MappingNode, path: Path, depth: int) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        first_seen: dict[Any, Mark] = {}
+        merged: list[dict[Any, Any]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                merged.extend(self._merge_sources(value_node, path, depth))
+                continue
+            key_mark = _mark(self.file, key_node.start_mark)
+            if not isinstance(key_node, ScalarNode):
+                self.diagnostics.append(
+                    error("S103", "mapping keys must be plain scalars", key_mark)
+                )
+                continue
+            key = self.constructor.construct_object(key_node, deep=True)
+            if not isinstance(key, str | int | float | bool) or key is None:
+                key = str(key)
+            if key in first_seen:
+                first = first_seen[key]
+                self.diagnostics.append(
+                    error(
+                        "Y004",
+                        f"duplicate key {key!r} (first defined at line {first.line})",
+                        key_mark,
+                        "YAML would silently keep the last one; remove or rename one of them",
+                    )
+                )
+                continue
+            first_seen[key] = key_mark
+            child = (*path, key)
+            self.source.keys[child] = key_mark
+            result[key] = self.convert(value_node, child, depth + 1)
+        for source in merged:
+            for key, value in source.items():
+                result.setdefault(key, value)
+        return result
+
+    def _merge_sources(self, node: Node, path: Path, depth: int) -> Iterator[dict[Any, Any]]:
+        nodes = node.value if isinstance(node, SequenceNode) else [node]
+        for item in nodes:
+            value = self.convert(item, path, depth + 1)
+            if not isinstance(value, dict):
+                self.diagnostics.append(
+                    error(
+                        "S103",
+                        "a merge key (<<) must name a mapping",
+                        _mark(self.file, item.start_mark),
+                    )
+                )
+                continue
+            yield value
+
+
+def _decode(raw: bytes, file: str) -> str:
+    if len(raw) > MAX_BYTES:
+        raise SpecError(
+            [
+                error(
+                    "Y007",
+                    f"the file is {len(raw)} bytes; specs are limited to {MAX_BYTES} bytes",
+                    Mark(file, 1, 1),
+                )
+            ]
+        )
+    if b"\x00" in raw:
+        offset = raw.index(b"\x00")
+        line = raw.count(b"\n", 0, offset) + 1
+        column = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+        raise SpecError(
+            [error("Y006", "the file is binary (it contains a NUL byte)", Mark(file, line, column))]
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise SpecError(
+            [
+                error(
+                    "Y006",
+                    f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+                    Mark(file, line, column),
+                )
+            ]
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def _syntax_error(exc: yaml.YAMLError, file: str) -> Diagnostic:
+    problem_mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    mark = _mark(file, problem_mark) if problem_mark is not None else Mark(file, 1, 1)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if "'\\t'" in problem:
+        return error(
+            "Y005",
+            "tab character used for indentation",
+            mark,
+            "YAML indents with spaces only",
+        )
+    context = getattr(exc, "context", None)
+    message = f"{context}: {problem}" if context else problem
+    return error("Y002", f"YAML syntax error, {message}", mark)
+
+
+def parse_yaml(raw: bytes | str, file: str) -> Document:
+    """Parse one YAML document into plain data plus its source map.
+
+    Raises :class:`SpecError` for anything that is not a single YAML mapping; duplicate
+    keys are returned as diagnostics on the converter (see :func:`load_document`).
+    """
+    text = _decode(raw.encode("utf-8") if isinstance(raw, str) else raw, file)
+    try:
+        nodes = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.YAMLError as exc:
+        raise SpecError([_syntax_error(exc, file)]) from None
+    except RecursionError:
+        raise SpecError(
+            [error("Y008", f"the document is nested more than {MAX_DEPTH} levels deep",
+                   Mark(file, 1, 1))]
+        ) from None
+    nodes = [n for n in nodes if n is not None]
+    if not nodes:
+        raise SpecError([error("Y001", "the file is empty (no YAML document)", Mark(file, 1, 1))])
+    if len(nodes) > 1:
+        raise SpecError(
+            [
+                error(
+                    "Y010",
+                    "the file holds more than one YAML document; a spec is one document",
+                    _mark(file, nodes[1].start_mark),
+                )
+            ]
+        )
+    root = nodes[0]
+    converter = _Converter(file)
+    try:
+        data = converter.convert(root, (), 0)
+    except RecursionError:
+        raise SpecError(
+            [error("Y008", f"the document is nested more than {MAX_DEPTH} levels deep",
+                   _mark(file, root.start_mark))]
+        ) from None
+    except yaml.YAMLError as exc:  # a bad scalar, e.g. an impossible timestamp
+        raise SpecError([_syntax_error(exc, file)]) from None
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else f"a scalar ({type(data).__name__})"
+        raise SpecError(
+            [
+                error(
+                    "Y003",
+                    f"the top level is {kind}; a spec is a mapping with machine:, states:, ...",
+                    _mark(file, root.start_mark),
+                )
+            ]
+        )
+    if converter.diagnostics:
+        raise SpecError(converter.diagnostics)
+    return Document(data, converter.source)

@@ -1,0 +1,1 @@
+"""interlock.runtime: everything that touches files, processes, clocks and stores."""
