@@ -1,2 +1,5 @@
-def main() -> None:
-    print("hi")
+"""The ``interlock`` command line (typer)."""
+
+from .app import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,61 @@
+"""``interlock validate``: load and lint spec files, report every diagnostic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from interlock.machines import SpecError, build_ir, lint, load
+from interlock.machines.diagnostics import Diagnostic, Mark, error, sort_diagnostics
+
+from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnostics, print_json
+
+SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
+    """Files as given, and the spec files under each directory; plus paths that don't exist."""
+    files: list[Path] = []
+    missing: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in SPEC_SUFFIXES
+                                and p.is_file()))
+        elif path.exists() or path.is_symlink():
+            files.append(path)
+        else:
+            missing.append(str(path))
+    return files, missing
+
+
+def check_file(path: Path) -> list[Diagnostic]:
+    """Every diagnostic for one spec file: load errors, or lint findings."""
+    try:
+        spec = load(path)
+    except SpecError as exc:
+        return exc.diagnostics
+    except RecursionError:
+        return [error("Y008", "the spec is nested too deeply to check", Mark(str(path), 1, 1))]
+    return lint(build_ir(spec))
+
+
+def run_validate(paths: list[Path], strict: bool, as_json: bool) -> int:
+    files, missing = expand_paths(paths)
+    if missing:
+        return fail("no such file or directory: " + ", ".join(missing), EXIT_USAGE)
+    if not files:
+        return fail("no spec files (*.yaml, *.yml) found in: "
+                    + ", ".join(map(str, paths)), EXIT_USAGE)
+    diagnostics = sort_diagnostics(d for f in files for d in check_file(f))
+    if as_json:
+        print_json(diagnostics)
+    else:
+        print_diagnostics(diagnostics)
+    errors = sum(d.is_error for d in diagnostics)
+    warnings = len(diagnostics) - errors
+    if not as_json:
+        plural = "s" if len(files) != 1 else ""
+        err.print(f"checked {len(files)} spec{plural}: {errors} error(s), {warnings} warning(s)"
+                  + (" (--strict: warnings count as errors)" if strict and warnings else ""))
+    failed = errors > 0 or (strict and warnings > 0)
+    return EXIT_ERRORS if failed else EXIT_OK

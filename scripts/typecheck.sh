@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# mypy --strict over the interlock.* namespace. The source folders (machines/, runtime/) are
+# mapped to interlock.* by packaging, so mypy gets the same view through a tree of links.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+tree="$root/build/typecheck"
+rm -rf "$tree" && mkdir -p "$tree/interlock"
+ln -s "$root/machines" "$tree/interlock/machines"
+ln -s "$root/runtime" "$tree/interlock/runtime"
+cd "$tree"
+"$root/.venv/bin/mypy" --config-file "$root/pyproject.toml" -p interlock.machines -p interlock.runtime
