@@ -27,12 +27,15 @@ def validate(
     paths: Annotated[list[Path], typer.Argument(help="Spec files or folders of specs.")],
     strict: Annotated[bool, typer.Option("--strict", help="Treat warnings as errors.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print diagnostics as JSON.")] = False,
+    bindings: Annotated[str | None, typer.Option(
+        "--bindings", metavar="MODULE[:ATTR]",
+        help="Also report guards/actions this module's BINDINGS mapping does not bind.")] = None,
 ) -> None:
     """Check specs; print FILE:LINE:COL: error|warning CODE: message for each finding.
 
     Exit 0 when clean (warnings alone: 0 unless --strict), 1 on errors, 2 on usage errors.
     """
-    raise typer.Exit(run_validate(paths, strict, as_json))
+    raise typer.Exit(run_validate(paths, strict, as_json, bindings))
 
 
 @app.command()

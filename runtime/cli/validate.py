@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from interlock.machines import SpecError, build_ir, lint, load
 from interlock.machines.diagnostics import Diagnostic, Mark, error, sort_diagnostics
 
+from ..bindings_loader import BindingsError, load_bindings
 from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnostics, print_json
 
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -28,7 +29,7 @@ def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
     return files, missing
 
 
-def check_file(path: Path) -> list[Diagnostic]:
+def check_file(path: Path, bindings: Mapping[str, object] | None = None) -> list[Diagnostic]:
     """Every diagnostic for one spec file: load errors, or lint findings."""
     try:
         spec = load(path)
@@ -36,17 +37,24 @@ def check_file(path: Path) -> list[Diagnostic]:
         return exc.diagnostics
     except RecursionError:
         return [error("Y008", "the spec is nested too deeply to check", Mark(str(path), 1, 1))]
-    return lint(build_ir(spec))
+    return lint(build_ir(spec), bindings)
 
 
-def run_validate(paths: list[Path], strict: bool, as_json: bool) -> int:
+def run_validate(paths: list[Path], strict: bool, as_json: bool,
+                 bindings_ref: str | None = None) -> int:
+    bindings = None
+    if bindings_ref is not None:
+        try:
+            bindings = load_bindings(bindings_ref)
+        except BindingsError as exc:
+            return fail(str(exc), EXIT_USAGE)
     files, missing = expand_paths(paths)
     if missing:
         return fail("no such file or directory: " + ", ".join(missing), EXIT_USAGE)
     if not files:
         return fail("no spec files (*.yaml, *.yml) found in: "
                     + ", ".join(map(str, paths)), EXIT_USAGE)
-    diagnostics = sort_diagnostics(d for f in files for d in check_file(f))
+    diagnostics = sort_diagnostics(d for f in files for d in check_file(f, bindings))
     if as_json:
         print_json(diagnostics)
     else:
