@@ -137,6 +137,10 @@ class ContextFieldIR:
     default: Any
     description: str | None
     mark: Mark
+    marks: Mapping[str, Mark] = field(default_factory=dict, compare=False)
+
+    def mark_of(self, name: str) -> Mark:
+        return self.marks.get(name, self.mark)
 
 
 @dataclass(frozen=True)
@@ -234,15 +238,16 @@ def _transition(
 
 def _state_transitions(sid: str, state: StateSpec) -> tuple[TransitionIR, ...]:
     out: list[TransitionIR] = []
-    on_mark = state.mark_of("on")
     for event, candidates in state.on.items():
+        event_mark = state.key_mark_of("on", event)
         for candidate in candidates:
-            out.append(_transition(sid, TransitionKind.EVENT, event, candidate, None, on_mark))
+            out.append(_transition(sid, TransitionKind.EVENT, event, candidate, None, event_mark))
     for index, (text, candidates) in enumerate(state.after.items()):
         delay = Delay.parse(text)
+        delay_mark = state.key_mark_of("after", text)
         for candidate in candidates:
             out.append(_transition(sid, TransitionKind.AFTER, timer_event(sid, index), candidate,
-                                   delay, state.mark_of("after")))
+                                   delay, delay_mark))
     for candidate in state.always:
         out.append(_transition(sid, TransitionKind.ALWAYS, None, candidate, None,
                                state.mark_of("always")))
@@ -299,7 +304,8 @@ def build_ir(spec: Spec) -> MachineIR:
         visit(sid, state, None, 0)
 
     context = {
-        name: ContextFieldIR(name, f.type, f.default, f.description, f.mark)
+        name: ContextFieldIR(name, f.type, f.default, f.description, f.mark,
+                             MappingProxyType({n: f.mark_of(n) for n in ("type", "default")}))
         for name, f in spec.context.items()
     }
     top = tuple(spec.states)

@@ -54,9 +54,21 @@ def _describe_input(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _source_path(loc: tuple[Any, ...], source: SourceMap) -> Path:
+    """The YAML path of a pydantic location: drop list indexes that a shorthand added
+    (``go: {taget: x}`` is validated as ``go: [{taget: x}]``)."""
+    path: Path = ()
+    for part in loc:
+        if isinstance(part, int) and source.has(path) and not source.has((*path, part)):
+            continue
+        path = (*path, part)
+    return path
+
+
 def _diagnostic(err: Any, source: SourceMap) -> Diagnostic:
     loc: tuple[Any, ...] = tuple(err["loc"])
-    where = ".".join(str(p) for p in loc) or "<root>"
+    at = _source_path(loc, source)
+    where = ".".join(str(p) for p in at) or "<root>"
     kind = err["type"]
     if kind == "extra_forbidden":
         key = str(loc[-1])
@@ -67,15 +79,15 @@ def _diagnostic(err: Any, source: SourceMap) -> Diagnostic:
             close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
             hint = (f"did you mean {close[0]!r}?" if close
                     else "expected one of: " + ", ".join(names))
-        return error("S101", f"unknown key {key!r} in {where.rsplit('.', 1)[0] or 'spec'}",
-                     source.key(loc), hint)
+        return error("S101", f"unknown key {key!r} in {where.rpartition('.')[0] or 'spec'}",
+                     source.key(at), hint)
     if kind == "missing":
-        return error("S102", f"missing required field {str(loc[-1])!r}", source.value(loc[:-1]))
+        return error("S102", f"missing required field {str(loc[-1])!r}", source.value(at[:-1]))
     message = err["msg"]
     if kind == "literal_error":
         message = message.replace("Input should be", "expected")
     return error("S103", f"invalid value for {where}: {message}, got "
-                 f"{_describe_input(err.get('input'))}", source.value(loc))
+                 f"{_describe_input(err.get('input'))}", source.value(at))
 
 
 def _attach_marks(node: Node, path: Path, source: SourceMap) -> None:
@@ -83,8 +95,33 @@ def _attach_marks(node: Node, path: Path, source: SourceMap) -> None:
     for name in node.model_fields_set:
         node._field_marks[name] = source.value((*path, name))
         value = getattr(node, name)
+        if isinstance(value, dict):
+            _attach_key_marks(node, name, value, (*path, name), source)
         steps = _CHILDREN.get(type(node), {}).get(name, ())
         _attach_children(value, steps, (*path, name), source)
+
+
+def _attach_key_marks(node: Node, name: str, value: dict[Any, Any], path: Path,
+                      source: SourceMap) -> None:
+    """Remember where each key of a mapping field is written (``on: {go: ...}`` -> `go`)."""
+    for key in value:
+        raw = _raw_key(key, path, source)
+        if raw is not None:
+            node._key_marks[(name, str(key))] = source.keys[(*path, raw)]
+
+
+def _raw_key(key: Any, path: Path, source: SourceMap) -> Any:
+    """The key as YAML wrote it: event keys like `404` or `1.5` arrive as text."""
+    if (*path, key) in source.keys:
+        return key
+    for convert in (int, float):
+        try:
+            candidate = convert(key)
+        except (TypeError, ValueError):
+            continue
+        if (*path, candidate) in source.keys:
+            return candidate
+    return None
 
 
 def _attach_children(value: Any, steps: tuple[str, ...], path: Path, source: SourceMap) -> None:

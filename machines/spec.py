@@ -35,6 +35,8 @@ class Node(BaseModel):
 
     _mark: Mark = PrivateAttr(default=UNKNOWN_MARK)
     _field_marks: dict[str, Mark] = PrivateAttr(default_factory=dict)
+    # Marks of the keys inside mapping fields, e.g. ("on", "go") -> where `go:` is written.
+    _key_marks: dict[tuple[str, str], Mark] = PrivateAttr(default_factory=dict)
 
     @property
     def mark(self) -> Mark:
@@ -43,6 +45,10 @@ class Node(BaseModel):
     def mark_of(self, name: str) -> Mark:
         """The mark of one field's value (the node's own mark when it was not written)."""
         return self._field_marks.get(name, self._mark)
+
+    def key_mark_of(self, name: str, key: str) -> Mark:
+        """The mark of one key of a mapping field (``on``, ``after``, ...), else the field's."""
+        return self._key_marks.get((name, key), self.mark_of(name))
 
 
 def _as_list(value: Any) -> Any:

@@ -28,6 +28,7 @@ MAX_NODES = 200_000
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
+_PLAIN_TAGS = ("tag:yaml.org,2002:seq", "tag:yaml.org,2002:map")  # of collections
 
 
 class _Loader(yaml.SafeLoader):
@@ -110,7 +111,13 @@ class _Converter:
             )
         self.source.values.setdefault(path, _mark(self.file, node.start_mark))
         if isinstance(node, ScalarNode):
-            return self.constructor.construct_object(node, deep=True)
+            return self._scalar(node)
+        if node.tag not in _PLAIN_TAGS:  # e.g. !!python/object/apply on a list: never run
+            self.diagnostics.append(
+                error("Y002", f"unsupported YAML tag {node.tag!r}; specs are plain YAML",
+                      _mark(self.file, node.start_mark))
+            )
+            return None
         if isinstance(node, SequenceNode):
             return [
                 self.convert(item, (*path, i), depth + 1) for i, item in enumerate(node.value)
@@ -119,13 +126,24 @@ class _Converter:
             return self._mapping(node, path, depth)
         raise SpecError([error("Y002", "unsupported YAML node", _mark(self.file, node.start_mark))])
 
+    def _scalar(self, node: ScalarNode) -> Any:
+        """A scalar's value; an impossible one (``2024-13-45``) is reported, kept as text."""
+        try:
+            return self.constructor.construct_object(node, deep=True)
+        except (ValueError, OverflowError) as exc:
+            self.diagnostics.append(
+                error("S103", f"invalid value {node.value!r}: {exc}",
+                      _mark(self.file, node.start_mark))
+            )
+            return node.value
+
     def _mapping(self, node: MappingNode, path: Path, depth: int) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         first_seen: dict[Any, Mark] = {}
-        merged: list[dict[Any, Any]] = []
+        merge_nodes: list[Node] = []
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:
-                merged.extend(self._merge_sources(value_node, path, depth))
+                merge_nodes.append(value_node)
                 continue
             key_mark = _mark(self.file, key_node.start_mark)
             if not isinstance(key_node, ScalarNode):
@@ -133,7 +151,7 @@ class _Converter:
                     error("S103", "mapping keys must be plain scalars", key_mark)
                 )
                 continue
-            key = self.constructor.construct_object(key_node, deep=True)
+            key = self._scalar(key_node)
             if not isinstance(key, str | int | float | bool) or key is None:
                 key = str(key)
             if key in first_seen:
@@ -149,9 +167,10 @@ class _Converter:
                 continue
             first_seen[key] = key_mark
             child = (*path, key)
-            self.source.keys[child] = key_mark
+            self.source.keys.setdefault(child, key_mark)
             result[key] = self.convert(value_node, child, depth + 1)
-        for source in merged:
+        # Merged after the explicit keys, so that the marks of explicit keys win.
+        for source in (m for n in merge_nodes for m in self._merge_sources(n, path, depth)):
             for key, value in source.items():
                 result.setdefault(key, value)
         return result
@@ -275,5 +294,5 @@ def parse_yaml(raw: bytes | str, file: str) -> Document:
             ]
         )
     if converter.diagnostics:
-        raise SpecError(converter.diagnostics)
+        raise SpecError(list(dict.fromkeys(converter.diagnostics)))  # merges re-read anchors
     return Document(data, converter.source)
