@@ -177,10 +177,17 @@ class MachineIR:
         return tuple(chain)
 
     def descendants(self, state_id: str) -> tuple[str, ...]:
+        """All states below ``state_id``, depth first (safe on duplicate ids)."""
         out: list[str] = []
-        for child in self.states[state_id].children:
+        seen = {state_id}
+        stack = list(reversed(self.states[state_id].children))
+        while stack:
+            child = stack.pop()
+            if child in seen:
+                continue
+            seen.add(child)
             out.append(child)
-            out.extend(self.descendants(child))
+            stack.extend(reversed(self.states[child].children))
         return tuple(out)
 
     def transitions(self) -> Iterator[TransitionIR]:

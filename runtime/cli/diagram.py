@@ -6,7 +6,7 @@ import sys
 from enum import StrEnum
 from pathlib import Path
 
-from interlock.machines import SpecError, build_ir, load
+from interlock.machines import SpecError, build_ir, lint, load
 
 from ..builtin import resolve_spec
 from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnostics
@@ -26,6 +26,9 @@ def _render(path: Path, fmt: Format) -> bytes:
     from ..graphviz import render_with_dot
 
     ir = build_ir(load(path))
+    errors = [d for d in lint(ir) if d.is_error]
+    if errors:
+        raise SpecError(errors)
     if fmt is Format.MERMAID:
         return render_mermaid(ir).encode()
     source = render_dot(ir)
