@@ -55,12 +55,11 @@ def _specs_table(console: Console) -> bool:
 
 
 def _draw(console: Console, out_dir: Path) -> None:
-    from ..diagrams import write_diagrams, write_index
+    from ..diagrams import sync_diagrams
     from ..graphviz import GraphvizError
 
     try:
-        written = write_diagrams(builtin_specs(), out_dir)
-        written.append(write_index(builtin_specs(), out_dir))
+        written = sync_diagrams(builtin_specs(), out_dir)
     except GraphvizError as exc:
         console.print(f"[yellow]diagrams skipped:[/] {exc}")
         return

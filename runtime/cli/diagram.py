@@ -61,19 +61,18 @@ def run_diagram(spec: str, fmt: Format, out: Path | None) -> int:
 
 
 def run_diagram_all(spec_dir: Path, out_dir: Path) -> int:
-    from ..diagrams import write_diagrams, write_index
+    from ..diagrams import sync_diagrams
     from ..graphviz import GraphvizError
 
     files, missing = expand_paths([spec_dir])
     if missing or not files:
         return fail(f"no spec files in {spec_dir}", EXIT_USAGE)
     try:
-        written = write_diagrams(files, out_dir)
-        written.append(write_index(files, out_dir))
+        written = sync_diagrams(files, out_dir)
     except SpecError as exc:
         print_diagnostics(exc.diagnostics)
         return fail("diagrams not written: a spec has errors", EXIT_ERRORS)
-    except GraphvizError as exc:
+    except (GraphvizError, ValueError) as exc:
         return fail(str(exc))
     for path in written:
         err.print(f"wrote {path}")

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install the pinned Mermaid parser used by tests/test_mermaid_parse.py.
+#
+#   tests/tools/install_mermaid_check.sh [DIR]
+#
+# DIR defaults to $MERMAID_CHECK_DIR, then <repo>/.cache/mermaid-check (gitignored).
+# Needs node >= 18 and npm; fetches from the npm registry only (versions and integrity
+# hashes pinned by tests/tools/mermaid-check/package-lock.json). Safe to re-run.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+dir="${1:-${MERMAID_CHECK_DIR:-$root/.cache/mermaid-check}}"
+
+command -v node >/dev/null || { echo "install_mermaid_check: node is not installed" >&2; exit 2; }
+command -v npm >/dev/null || { echo "install_mermaid_check: npm is not installed" >&2; exit 2; }
+
+mkdir -p "$dir"
+cp "$here/mermaid-check/package.json" "$here/mermaid-check/package-lock.json" "$dir/"
+cd "$dir"
+npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+echo "mermaid check installed in $dir"
+# Smoke test: one tiny diagram must parse.
+printf 'stateDiagram-v2\n  [*] --> a\n  a --> b : go\n' \
+  | MERMAID_CHECK_DIR="$dir" node "$here/mermaid_check.mjs" -
