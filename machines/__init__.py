@@ -4,7 +4,8 @@ Spec model, loader, lint, IR, compile backends and renderers. Nothing here touch
 clock, processes or databases; reading a spec file is the only I/O (``load``).
 
 >>> from interlock.machines import loads, build_ir
->>> ir = build_ir(loads("machine: door\\ninitial: closed\\nstates:\\n  closed: {on: {open: opened}}\\n  opened: {on: {close: closed}}\\n"))
+>>> ir = build_ir(loads("machine: door\\ninitial: closed\\nstates:\\n"
+...                      "  closed: {on: {open: opened}}\\n  opened: {on: {close: closed}}\\n"))
 >>> ir.events
 ('close', 'open')
 """

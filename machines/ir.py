@@ -265,7 +265,9 @@ def _kind(state: StateSpec) -> StateKind:
     return StateKind(state.kind)
 
 
-def _initial(explicit: str | None, children: tuple[str, ...], states: dict[str, StateSpec]) -> str | None:
+def _initial(
+    explicit: str | None, children: tuple[str, ...], states: dict[str, StateSpec]
+) -> str | None:
     if explicit is not None:
         return explicit
     candidates = [c for c in children if _kind(states[c]) is not StateKind.HISTORY]

@@ -165,8 +165,9 @@ def load(path: str | FsPath) -> Spec:
     try:
         raw = FsPath(path).read_bytes()
     except IsADirectoryError:
-        raise SpecError([error("Y011", "is a directory, not a spec file", Mark(file, 1, 1))]) from None
+        unreadable = "is a directory, not a spec file"
     except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise SpecError([error("Y011", f"cannot read the file: {reason}", Mark(file, 1, 1))]) from None
-    return loads(raw, file)
+        unreadable = f"cannot read the file: {exc.strerror or exc}"
+    else:
+        return loads(raw, file)
+    raise SpecError([error("Y011", unreadable, Mark(file, 1, 1))])

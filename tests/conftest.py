@@ -27,7 +27,9 @@ def builtin_spec_paths() -> list[Path]:
 def cli() -> Cli:
     """Run `interlock ARGS...` as a real process; returns the completed process."""
 
-    def run(*args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, cwd: Path | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "interlock.runtime.cli", *args],
             capture_output=True, text=True, cwd=cwd, timeout=timeout,

@@ -7,7 +7,10 @@ from pathlib import Path
 
 from conftest import ROOT, SPECS, Cli, builtin_spec_paths
 
-GOOD = "machine: door\ninitial: closed\nstates:\n  closed: {on: {open: opened}}\n  opened: {on: {close: closed}}\n"
+GOOD = (
+    "machine: door\ninitial: closed\nstates:\n"
+    "  closed: {on: {open: opened}}\n  opened: {on: {close: closed}}\n"
+)
 
 
 def test_validate_clean_spec_exits_0(cli: Cli, tmp_path: Path) -> None:

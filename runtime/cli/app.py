@@ -77,7 +77,7 @@ def diagram(
 @app.command()
 def specs() -> None:
     """List the built-in specs and where they live."""
-    from ..builtin import builtin_specs
+    from interlock.runtime.builtin import builtin_specs
 
     for path in builtin_specs():
         print(f"{path.stem:24} {path}")

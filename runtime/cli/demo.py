@@ -16,8 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from interlock.machines import Call, SpecError, build_ir, compile, lint, load
+from interlock.machines.compile import Target
+from interlock.runtime.builtin import builtin_specs
 
-from ..builtin import builtin_specs
 from .output import EXIT_ERRORS, EXIT_OK
 
 # What a reviewer sub-agent prints, in the chunks it arrives in (seed 003's compact YAML).
@@ -28,9 +29,10 @@ AGENT_OUTPUT = ["p: TECHLEAD\n", "v: CONDITIONAL\n", "i:\n",
 def _targets(path: Path) -> tuple[str, str]:
     """Whether the spec compiles on each target, or why not."""
     results = []
-    for target in ("statemachine", "transitions"):
+    targets: tuple[Target, ...] = ("statemachine", "transitions")
+    for target in targets:
         try:
-            compile(load(path), target=target)  # type: ignore[arg-type]
+            compile(load(path), target=target)
             results.append("[green]compiles[/]")
         except SpecError as exc:
             first = exc.diagnostics[0]
@@ -55,8 +57,8 @@ def _specs_table(console: Console) -> bool:
 
 
 def _draw(console: Console, out_dir: Path) -> None:
-    from ..diagrams import sync_diagrams
-    from ..graphviz import GraphvizError
+    from interlock.runtime.diagrams import sync_diagrams
+    from interlock.runtime.graphviz import GraphvizError
 
     try:
         written = sync_diagrams(builtin_specs(), out_dir)

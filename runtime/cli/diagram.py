@@ -7,8 +7,8 @@ from enum import StrEnum
 from pathlib import Path
 
 from interlock.machines import SpecError, build_ir, lint, load
+from interlock.runtime.builtin import resolve_spec
 
-from ..builtin import resolve_spec
 from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnostics
 from .validate import expand_paths
 
@@ -22,8 +22,7 @@ class Format(StrEnum):
 
 def _render(path: Path, fmt: Format) -> bytes:
     from interlock.machines.render import render_dot, render_mermaid
-
-    from ..graphviz import render_with_dot
+    from interlock.runtime.graphviz import render_with_dot
 
     ir = build_ir(load(path))
     errors = [d for d in lint(ir) if d.is_error]
@@ -34,11 +33,11 @@ def _render(path: Path, fmt: Format) -> bytes:
     source = render_dot(ir)
     if fmt is Format.DOT:
         return source.encode()
-    return render_with_dot(source, fmt.value)
+    return render_with_dot(source, "svg" if fmt is Format.SVG else "png")
 
 
 def run_diagram(spec: str, fmt: Format, out: Path | None) -> int:
-    from ..graphviz import GraphvizError
+    from interlock.runtime.graphviz import GraphvizError
 
     path = resolve_spec(spec)
     if fmt is Format.PNG and out is None and sys.stdout.isatty():
@@ -61,8 +60,8 @@ def run_diagram(spec: str, fmt: Format, out: Path | None) -> int:
 
 
 def run_diagram_all(spec_dir: Path, out_dir: Path) -> int:
-    from ..diagrams import sync_diagrams
-    from ..graphviz import GraphvizError
+    from interlock.runtime.diagrams import sync_diagrams
+    from interlock.runtime.graphviz import GraphvizError
 
     files, missing = expand_paths([spec_dir])
     if missing or not files:
