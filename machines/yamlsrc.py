@@ -9,11 +9,10 @@ diagnostic instead of a hang or a traceback.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import re
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode

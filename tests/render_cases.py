@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import ROOT, builtin_spec_paths
-
 from interlock.machines import MachineIR, SpecError, build_ir, load, loads
+
+from conftest import ROOT, builtin_spec_paths
 
 FLAT = """\
 machine: door

@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from conftest import ROOT, builtin_spec_paths
 from interlock.machines import build_ir, load
+
+from conftest import ROOT, builtin_spec_paths
 
 DOC = (ROOT / "docs" / "builtin-specs.md").read_text()
 

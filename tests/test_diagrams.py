@@ -7,8 +7,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import require_dot
-from render_cases import COMPOUND, FLAT, write_text
 
 from interlock.machines import SpecError, build_ir, loads
 from interlock.machines.render import render_mermaid
@@ -21,6 +19,9 @@ from interlock.runtime.diagrams import (
     write_index,
 )
 from interlock.runtime.graphviz import GraphvizNotFound
+
+from conftest import require_dot
+from render_cases import COMPOUND, FLAT, write_text
 
 
 @pytest.fixture

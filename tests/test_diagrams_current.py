@@ -7,9 +7,10 @@ of the DOT source stamped into it (so it holds on any Graphviz version; no `dot`
 from __future__ import annotations
 
 import pytest
-from conftest import DIAGRAMS, builtin_spec_paths
 
 from interlock.runtime.diagrams import REGENERATE, stale_diagrams
+
+from conftest import DIAGRAMS, builtin_spec_paths
 
 
 def test_diagrams_are_current() -> None:

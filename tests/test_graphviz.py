@@ -7,7 +7,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import require_dot
 
 from interlock.runtime.graphviz import (
     GraphvizError,
@@ -17,6 +16,8 @@ from interlock.runtime.graphviz import (
     render_with_dot,
     run_dot,
 )
+
+from conftest import require_dot
 
 SOURCE = 'digraph "g" { "a" -> "b" [label=<go>]; }\n'
 

@@ -23,13 +23,14 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import DIAGRAMS, IN_CI, ROOT
-from render_cases import all_irs, write_text
 
 from interlock.machines import MachineIR, build_ir, loads
 from interlock.machines.render import render_mermaid
 from interlock.machines.render._labels import transition_label
 from interlock.machines.render.mermaid import mermaid_ids
+
+from conftest import DIAGRAMS, IN_CI, ROOT
+from render_cases import all_irs, write_text
 
 CHECKER = ROOT / "tests" / "tools" / "mermaid_check.mjs"
 CHECK_DIR = Path(os.environ.get("MERMAID_CHECK_DIR", ROOT / ".cache" / "mermaid-check"))

@@ -10,14 +10,15 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import ROOT, builtin_spec_paths, require_dot
-from render_cases import all_irs, case
 
 from interlock.machines import MachineIR, build_ir, loads
 from interlock.machines.render import render_dot, render_mermaid
 from interlock.machines.render.dot import dot_ids
 from interlock.machines.render.mermaid import MERMAID_RESERVED, mermaid_ids, mermaid_text
 from interlock.runtime.graphviz import run_dot
+
+from conftest import ROOT, builtin_spec_paths, require_dot
+from render_cases import all_irs, case
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SVG_NS = "{http://www.w3.org/2000/svg}"
