@@ -10,6 +10,7 @@ clock, processes or databases; reading a spec file is the only I/O (``load``).
 ('close', 'open')
 """
 
+from .backends.calls import UnboundNameError
 from .bindings import Binding, Bindings, Call
 from .compile import compile
 from .diagnostics import Diagnostic, Mark, Severity, SpecError
@@ -30,6 +31,7 @@ __all__ = [
     "SpecError",
     "StateIR",
     "TransitionIR",
+    "UnboundNameError",
     "build_ir",
     "compile",
     "lint",

@@ -1,18 +1,54 @@
-"""compile(): Spec or IR -> a CompiledMachine for one backend. (stub)"""
+"""compile(): Spec or IR -> lint -> a CompiledMachine for one backend.
+
+>>> from interlock.machines import loads, compile
+>>> door = compile(loads("machine: door\\ninitial: closed\\nstates:\\n"
+...                      "  closed: {on: {open: opened}}\\n  opened: {on: {close: closed}}\\n"))
+>>> session = door.new()
+>>> session.send("open")
+>>> sorted(session.configuration)
+['opened']
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Literal, get_args
 
 from .backends.base import CompiledMachine
 from .bindings import Bindings
-from .ir import MachineIR
+from .diagnostics import SpecError
+from .ir import MachineIR, build_ir
+from .lint import lint
 from .spec import Spec
 
 Target = Literal["statemachine", "transitions"]
+TARGETS: tuple[str, ...] = get_args(Target)
+
+
+def _backend(target: str) -> Callable[[MachineIR, Bindings | None], CompiledMachine]:
+    if target == "statemachine":
+        from .backends.statemachine import compile_statemachine
+
+        return compile_statemachine
+    if target == "transitions":
+        from .backends.transitions import compile_transitions
+
+        return compile_transitions
+    raise ValueError(f"unknown compile target {target!r}; valid targets: {', '.join(TARGETS)}")
 
 
 def compile(
     spec: Spec | MachineIR, target: Target = "statemachine", bindings: Bindings | None = None
 ) -> CompiledMachine:
-    raise NotImplementedError
+    """Build the IR, lint it with the bindings, and compile it for ``target``.
+
+    Lint errors raise :class:`SpecError` (warnings do not block); so does a backend that
+    cannot express the machine (``B301`` from ``transitions``). Guards and actions with
+    no binding compile, and raise ``UnboundNameError`` when reached at run time.
+    """
+    backend = _backend(target)
+    ir = build_ir(spec) if isinstance(spec, Spec) else spec
+    errors = [d for d in lint(ir, bindings) if d.is_error]
+    if errors:
+        raise SpecError(errors)
+    return backend(ir, bindings)

@@ -13,7 +13,7 @@ from ..ir import MachineIR
 class MachineInstance(Protocol):
     """One running machine, as the runtime and the differential tests drive it."""
 
-    def send(self, event: str, **data: Any) -> None:
+    def send(self, event: str, /, **data: Any) -> None:
         """Process one external event to completion (eventless and raised events included).
 
         An event no active state accepts is ignored (the configuration is unchanged).

@@ -1,0 +1,320 @@
+"""IR -> a python-statemachine 3.x ``StateChart`` subclass (the primary compile target).
+
+Every IR feature maps onto SCXML semantics as python-statemachine implements them:
+compound states enter their initial child, parallel states all their regions, a
+top-level final state terminates the machine, history states (shallow or deep) restore
+what was active or take their default. A targeted transition is *external* (a
+self-transition exits and re-enters its state); a targetless one only runs its actions.
+Candidates for one event are tried in document order; a guard written ``!name`` is
+wired as ``unless``. ``always`` transitions are eventless; ``after`` transitions are
+ordinary events named ``after.<state>.<n>`` that the runtime sends when a timer fires.
+Transition actions run between the exits and the entries (SCXML transition content).
+An event no active state accepts is ignored.
+
+Names inside the class. python-statemachine turns state ids and event ids into class
+attributes, and looks callbacks up by name (``on_enter_<state>``, ``before_<event>``).
+So that no spec name can shadow an attribute or a convention:
+
+* every event id gets the prefix ``ev_`` (``poll`` -> ``ev_poll``; the Event's
+  ``name`` stays ``poll``). No attribute of the class or convention name starts with
+  it, the prefix sticks to the first token so dotted prefix matching is unchanged
+  (``ev_job`` still matches ``ev_job.done``), and the engine's own events
+  (``done.state.*``, ``error.*``) never match a spec transition (a spec's ``done``
+  would otherwise catch every ``done.state.<id>``). Undotted ids stay one token, which
+  python-statemachine matches fastest. :meth:`StateChartInstance.send` adds the prefix;
+  bindings see the spec's names.
+* a state id that is not a plain identifier, starts with ``_``, ``ev_`` or a callback
+  convention prefix (``on_``, ``before_``, ``after_``, ``prepare_``), or names an
+  attribute of ``StateChart``, ``State`` or ``HistoryState`` (``send``,
+  ``configuration``, ``states``, ``initial``, ``exit``, ...) gets the id ``st:<id>``.
+  The state's value is that id too (python-statemachine refuses to set an attribute
+  named like a state value); :attr:`StateChartInstance.configuration` maps it back.
+
+Data sent with an event travels in one keyword argument (``_data``), so keys such as
+``delay``, ``event`` or ``source`` reach the bindings intact. Errors raised by bindings
+propagate to the caller of ``send`` (``catch_errors_as_events`` is off). python-statemachine
+numbers states' ``document_order`` per nesting level; the compiled class renumbers them
+in true document order, so exits run in reverse and entries in document order.
+"""
+
+from __future__ import annotations
+
+import keyword
+from collections.abc import Iterable
+from types import MappingProxyType
+from typing import Any, cast
+
+from statemachine import HistoryState, State, StateChart
+from statemachine.event import Event
+from statemachine.factory import StateMachineMetaclass
+
+from interlock.machines.backends.base import CompiledMachine
+from interlock.machines.backends.calls import (
+    Site,
+    action_sites,
+    entry_sites,
+    exit_sites,
+    guard_site,
+    initial_child,
+    resolve,
+)
+from interlock.machines.bindings import Binding, Bindings, Call
+from interlock.machines.diagnostics import SpecError, error
+from interlock.machines.ir import MachineIR, StateIR, StateKind, TransitionKind
+
+TARGET = "statemachine"
+EVENT_PREFIX = "ev_"
+STATE_PREFIX = "st:"
+DATA_KEY = "_data"  # the keyword send() passes the event data in
+_SKIP = len(EVENT_PREFIX)
+
+_NO_DATA: MappingProxyType[str, Any] = MappingProxyType({})
+_UNSAFE_PREFIXES = ("_", EVENT_PREFIX, "on_", "before_", "after_", "prepare_")
+_RESERVED: frozenset[str] = frozenset(
+    {*dir(StateChart), *dir(State()), *dir(HistoryState()),
+     "model", "history_values", "state_field", "start_configuration_values",
+     "initial_state", "final_states", "states_map", "name", "id"}
+)
+
+
+def native_state_id(state_id: str) -> str:
+    """The id a spec state gets inside the StateChart class."""
+    if (not state_id.isidentifier() or keyword.iskeyword(state_id)
+            or state_id.startswith(_UNSAFE_PREFIXES) or state_id in _RESERVED):
+        return STATE_PREFIX + state_id
+    return state_id
+
+
+def native_event(event: str) -> str:
+    """The event id a spec event gets inside the StateChart class."""
+    return EVENT_PREFIX + event
+
+
+def spec_event(native: str | None) -> str | None:
+    """The spec's name of a native event id (None for the engine's own events)."""
+    if native is not None and native.startswith(EVENT_PREFIX):
+        return native[len(EVENT_PREFIX):]
+    return None
+
+
+class _Model:
+    """The StateChart's model: where the configuration is stored, next to the context."""
+
+    __slots__ = ("context", "state")
+
+    def __init__(self, context: dict[str, Any]) -> None:
+        self.context = context
+
+
+def _raise_events(machine: StateChart[Any], raised: list[tuple[str, dict[str, Any]]]) -> None:
+    for event, data in raised:
+        if data:
+            machine.send(EVENT_PREFIX + event, internal=True, _data=data)
+        else:
+            machine.send(EVENT_PREFIX + event, internal=True)
+
+
+class _Hook:
+    """One guard or action site, shaped for python-statemachine's dependency injection.
+
+    ``check``/``run`` are bound methods taking only ``event_data``: the engine passes
+    it by keyword and the signature adapter drops the rest.
+    """
+
+    __slots__ = ("_fn", "_name", "_source", "_target")
+
+    def __init__(self, fn: Binding, site: Site) -> None:
+        self._fn = fn
+        self._name = site.name
+        self._source = site.source
+        self._target = site.target
+
+    def check(self, event_data: Any) -> bool:
+        trigger = event_data.trigger_data
+        event = trigger.event
+        call = Call(
+            self._name,
+            event[_SKIP:] if event is not None and event.startswith(EVENT_PREFIX) else None,
+            trigger.kwargs.get(DATA_KEY, _NO_DATA),
+            trigger.model.context,
+            self._source,
+            self._target,
+        )
+        result = self._fn(call)
+        if call.raised:
+            _raise_events(trigger.machine, call.raised)
+        return bool(result)
+
+    def run(self, event_data: Any) -> None:
+        trigger = event_data.trigger_data
+        event = trigger.event
+        call = Call(
+            self._name,
+            event[_SKIP:] if event is not None and event.startswith(EVENT_PREFIX) else None,
+            trigger.kwargs.get(DATA_KEY, _NO_DATA),
+            trigger.model.context,
+            self._source,
+            self._target,
+        )
+        self._fn(call)
+        if call.raised:
+            _raise_events(trigger.machine, call.raised)
+
+
+def _runs(bindings: Bindings, sites: Iterable[Site]) -> list[Any]:
+    return [_Hook(resolve(bindings, site), site).run for site in sites]
+
+
+class StateChartInstance:
+    """A running StateChart behind the :class:`~.base.MachineInstance` contract."""
+
+    __slots__ = ("_model", "_spec_ids", "native")
+
+    def __init__(
+        self,
+        chart: type[StateChart[Any]],
+        context: dict[str, Any],
+        spec_ids: dict[str, str] | None,
+    ) -> None:
+        self._model = _Model(context)
+        self._spec_ids = spec_ids
+        self.native: StateChart[Any] = chart(model=self._model)
+
+    def send(self, event: str, /, **data: Any) -> None:
+        if data:
+            self.native.send(EVENT_PREFIX + event, _data=data)
+        else:  # one keyword less for every callback's signature binding
+            self.native.send(EVENT_PREFIX + event)
+
+    @property
+    def configuration(self) -> frozenset[str]:
+        values = self.native.configuration_values
+        if self._spec_ids is None:
+            return frozenset(values)
+        return frozenset(self._spec_ids.get(v, v) for v in values)
+
+    @property
+    def context(self) -> dict[str, Any]:
+        return self._model.context
+
+    @property
+    def is_terminated(self) -> bool:
+        return bool(self.native.is_terminated)
+
+
+def _class_name(machine: str) -> str:
+    words = "".join(c if c.isalnum() else " " for c in machine).split()
+    name = "".join(w[:1].upper() + w[1:] for w in words) or "Machine"
+    return name if name.isidentifier() else f"M{name}"
+
+
+def _check(ir: MachineIR) -> None:
+    """What python-statemachine refuses outright, reported at the spec's line."""
+    problems = [
+        error("M207", f"final state {t.source!r} cannot have outgoing transitions",
+              t.mark_of("event"))
+        for state in ir.states.values() if state.is_final for t in state.transitions
+    ]
+    if problems:
+        raise SpecError(problems)
+
+
+class _Builder:
+    def __init__(self, ir: MachineIR, bindings: Bindings) -> None:
+        self.ir = ir
+        self.bindings = bindings
+        self.states: dict[str, State] = {}
+        self.events: dict[str, Event] = {}
+
+    def state(self, state: StateIR) -> State:
+        ir = self.ir
+        native_id = native_state_id(state.id)
+        if state.kind is StateKind.HISTORY:
+            history = HistoryState(name=state.id, value=native_id, type=state.history or "shallow")
+            return history._set_id(native_id)
+        children = [self.states[c] for c in state.children if not ir.states[c].is_history]
+        histories = [self.states[c] for c in state.children if ir.states[c].is_history]
+        built = State(
+            name=state.id,
+            value=native_id,
+            initial=initial_child(ir, state.parent) == state.id,
+            final=state.kind is StateKind.FINAL,
+            parallel=state.kind is StateKind.PARALLEL,
+            states=children or None,
+            history=histories or None,  # type: ignore[arg-type]
+            enter=_runs(self.bindings, entry_sites(state)) or None,
+            exit=_runs(self.bindings, exit_sites(state)) or None,
+        )
+        return built._set_id(native_id)
+
+    def event(self, name: str) -> Event:
+        if name not in self.events:
+            self.events[name] = Event(id=native_event(name), name=name)
+        return self.events[name]
+
+    def transitions(self, state: StateIR) -> None:
+        source = self.states[state.id]
+        for t in state.transitions:
+            guard = guard_site(t)
+            kwargs: dict[str, Any] = {
+                "event": None if t.kind is TransitionKind.ALWAYS or t.event is None
+                else self.event(t.event),
+                "on": _runs(self.bindings, action_sites(t)) or None,
+            }
+            if guard is not None:
+                hook = _Hook(resolve(self.bindings, guard), guard).check
+                kwargs["unless" if t.guard is not None and t.guard.negated else "cond"] = [hook]
+            target = self.states[t.target] if t.target is not None else None
+            source.to(target, **kwargs)
+
+    def history_default(self, state: StateIR) -> None:
+        default = state.default or initial_child(self.ir, state.parent)
+        if default is not None and default in self.states:
+            self.states[state.id].to(self.states[default])
+
+    def build(self) -> type[StateChart[Any]]:
+        ir = self.ir
+        for sid in reversed(tuple(ir.states)):  # children before their parents
+            self.states[sid] = self.state(ir.states[sid])
+        for state in ir.states.values():
+            if state.is_history:
+                self.history_default(state)
+            else:
+                self.transitions(state)
+        name = _class_name(ir.name)
+        attrs: dict[str, Any] = {
+            "__module__": __name__,
+            "__qualname__": name,
+            "__doc__": ir.description or f"The {ir.name!r} machine, compiled by interlock.",
+            "catch_errors_as_events": False,
+            "allow_event_without_transition": True,
+            "validate_disconnected_states": False,
+            "validate_trap_states": False,
+            "validate_final_reachability": False,
+        }
+        for sid in ir.top:
+            attrs[native_state_id(sid)] = self.states[sid]
+        chart = cast("type[StateChart[Any]]", StateMachineMetaclass(name, (StateChart,), attrs))
+        # python-statemachine numbers document_order per nesting level, so siblings of
+        # different depths tie; number them in true document order instead.
+        for order, sid in enumerate(ir.states, start=1):
+            self.states[sid].document_order = order
+        return chart
+
+
+def build_chart(ir: MachineIR, bindings: Bindings | None = None) -> type[StateChart[Any]]:
+    """The StateChart subclass for a machine; unbound names raise when reached."""
+    _check(ir)
+    return _Builder(ir, bindings or {}).build()
+
+
+def compile_statemachine(ir: MachineIR, bindings: Bindings | None = None) -> CompiledMachine:
+    """Compile a machine (already linted) for python-statemachine."""
+    chart = build_chart(ir, bindings)
+    renamed = {native_state_id(s): s for s in ir.states if native_state_id(s) != s}
+    spec_ids = renamed or None
+
+    def factory(context: dict[str, Any]) -> StateChartInstance:
+        return StateChartInstance(chart, context, spec_ids)
+
+    return CompiledMachine(ir=ir, target=TARGET, native=chart, factory=factory)
