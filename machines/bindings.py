@@ -8,7 +8,7 @@ truthy value to allow its transition; an action's return value is ignored.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -23,9 +23,12 @@ class Call:
     source: str | None = None
     target: str | None = None
     # Events an action raises go to the internal queue: handled before the next external one.
-    raised: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # Made on first use: most calls raise nothing, and this runs on every guard and action.
+    raised: list[tuple[str, dict[str, Any]]] | None = None
 
     def raise_event(self, event: str, **data: Any) -> None:
+        if self.raised is None:
+            self.raised = []
         self.raised.append((event, data))
 
 

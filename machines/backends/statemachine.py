@@ -97,6 +97,29 @@ def spec_event(native: str | None) -> str | None:
     return None
 
 
+class SpecEvent(Event):
+    """An event descriptor with the same SCXML dotted-prefix match, minus the allocations.
+
+    python-statemachine's ``Event.match`` splits the descriptor with ``Event.split``, which
+    builds a new ``Event`` (and humanizes its id with a regex) for every dotted token, on
+    every comparison. Every event sent is compared with the descriptors of the active
+    states' transitions, timer events (``after.<state>.<n>``) among them, so that cost was
+    paid on every step; this match compares plain strings instead.
+    """
+
+    def match(self, event: str) -> bool:
+        descriptor: str = self.id
+        if descriptor == "*":
+            return True
+        if descriptor.endswith(".*"):
+            descriptor = descriptor[:-2]
+        elif descriptor.endswith("."):
+            descriptor = descriptor[:-1]
+        if not descriptor:
+            return True
+        return event == descriptor or event.startswith(descriptor + ".")
+
+
 class _Model:
     """The StateChart's model: where the configuration is stored, next to the context."""
 
@@ -168,23 +191,28 @@ def _runs(bindings: Bindings, sites: Iterable[Site]) -> list[Any]:
 class StateChartInstance:
     """A running StateChart behind the :class:`~.base.MachineInstance` contract."""
 
-    __slots__ = ("_model", "_spec_ids", "native")
+    __slots__ = ("_events", "_model", "_spec_ids", "native")
 
     def __init__(
         self,
         chart: type[StateChart[Any]],
         context: dict[str, Any],
         spec_ids: dict[str, str] | None,
+        events: dict[str, str],
     ) -> None:
         self._model = _Model(context)
         self._spec_ids = spec_ids
+        self._events = events
         self.native: StateChart[Any] = chart(model=self._model)
 
     def send(self, event: str, /, **data: Any) -> None:
+        # Declared events reuse one native name string: its hash is computed once, not on
+        # every lookup the engine makes with it.
+        native = self._events.get(event) or EVENT_PREFIX + event
         if data:
-            self.native.send(EVENT_PREFIX + event, _data=data)
+            self.native.send(native, _data=data)
         else:  # one keyword less for every callback's signature binding
-            self.native.send(EVENT_PREFIX + event)
+            self.native.send(native)
 
     @property
     def configuration(self) -> frozenset[str]:
@@ -249,7 +277,7 @@ class _Builder:
 
     def event(self, name: str) -> Event:
         if name not in self.events:
-            self.events[name] = Event(id=native_event(name), name=name)
+            self.events[name] = SpecEvent(id=native_event(name), name=name)
         return self.events[name]
 
     def transitions(self, state: StateIR) -> None:
@@ -313,8 +341,9 @@ def compile_statemachine(ir: MachineIR, bindings: Bindings | None = None) -> Com
     chart = build_chart(ir, bindings)
     renamed = {native_state_id(s): s for s in ir.states if native_state_id(s) != s}
     spec_ids = renamed or None
+    events = {e: native_event(e) for e in (*ir.events, *ir.timer_events)}
 
     def factory(context: dict[str, Any]) -> StateChartInstance:
-        return StateChartInstance(chart, context, spec_ids)
+        return StateChartInstance(chart, context, spec_ids, events)
 
     return CompiledMachine(ir=ir, target=TARGET, native=chart, factory=factory)
