@@ -126,3 +126,23 @@ def test_specs_lists_builtin_specs(cli: Cli) -> None:
     names = {line.split()[0] for line in result.stdout.splitlines()}
     assert {"polling_state", "review_menu", "poller_interview", "ralph_orchestrator",
             "ralph_subagent", "inbox_poller"} <= names
+
+
+def test_folders_are_searched_without_hidden_and_vendored_dirs(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "specs" / "nested").mkdir(parents=True)
+    (tmp_path / "specs" / "nested" / "door.yml").write_text(GOOD)
+    for junk in (".venv/lib", "node_modules/pkg", ".git"):
+        (tmp_path / junk).mkdir(parents=True)
+        (tmp_path / junk / "config.yaml").write_text("not: [a spec\n")
+    result = cli("validate", str(tmp_path))
+    assert result.returncode == 0, result.stdout
+    assert "checked 1 spec:" in result.stderr
+
+
+def test_readme_validate_example_is_current(cli: Cli) -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("$ cd docs/examples && interlock validate broken_door.yaml\n", 1)[1]
+    expected = block.split("```", 1)[0].splitlines()
+    result = cli("validate", "broken_door.yaml", cwd=ROOT / "docs" / "examples")
+    assert result.returncode == 1
+    assert result.stdout.splitlines() + result.stderr.splitlines() == expected

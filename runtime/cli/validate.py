@@ -14,6 +14,14 @@ from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnosti
 SPEC_SUFFIXES = (".yaml", ".yml")
 
 
+SKIPPED_DIRS = ("node_modules", "__pycache__")
+
+
+def _skipped(relative: Path) -> bool:
+    """Folders a search for specs never enters: hidden ones (.venv, .git) and caches."""
+    return any(part.startswith(".") or part in SKIPPED_DIRS for part in relative.parts[:-1])
+
+
 def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
     """Files as given, and the spec files under each directory; plus paths that don't exist."""
     files: list[Path] = []
@@ -21,7 +29,7 @@ def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
     for path in paths:
         if path.is_dir():
             files.extend(sorted(p for p in path.rglob("*") if p.suffix in SPEC_SUFFIXES
-                                and p.is_file()))
+                                and p.is_file() and not _skipped(p.relative_to(path))))
         elif path.exists() or path.is_symlink():
             files.append(path)
         else:
