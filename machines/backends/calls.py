@@ -72,6 +72,29 @@ def resolve(bindings: Bindings, site: Site) -> Binding:
     return fn if fn is not None else _unbound(site)
 
 
+class Hook:
+    """One guard or action site as a backend calls it: ``check`` for guards, ``run`` for
+    actions. A backend subclass says in ``_invoke`` how its step becomes a :class:`Call`
+    and where raised events go."""
+
+    __slots__ = ("_fn", "_name", "_source", "_target")
+
+    def __init__(self, fn: Binding, site: Site) -> None:
+        self._fn = fn
+        self._name = site.name
+        self._source = site.source
+        self._target = site.target
+
+    def _invoke(self, event_data: Any) -> Any:
+        raise NotImplementedError
+
+    def check(self, event_data: Any) -> bool:
+        return bool(self._invoke(event_data))
+
+    def run(self, event_data: Any) -> None:
+        self._invoke(event_data)
+
+
 def entry_sites(state: StateIR) -> Iterator[Site]:
     mark = state.mark_of("entry")
     for name in state.entry:

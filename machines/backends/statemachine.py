@@ -50,6 +50,7 @@ from statemachine.factory import StateMachineMetaclass
 
 from interlock.machines.backends.base import CompiledMachine
 from interlock.machines.backends.calls import (
+    Hook,
     Site,
     action_sites,
     entry_sites,
@@ -58,7 +59,7 @@ from interlock.machines.backends.calls import (
     initial_child,
     resolve,
 )
-from interlock.machines.bindings import Binding, Bindings, Call
+from interlock.machines.bindings import Bindings, Call
 from interlock.machines.diagnostics import SpecError, error
 from interlock.machines.ir import MachineIR, StateIR, StateKind, TransitionKind
 
@@ -137,22 +138,13 @@ def _raise_events(machine: StateChart[Any], raised: list[tuple[str, dict[str, An
             machine.send(EVENT_PREFIX + event, internal=True)
 
 
-class _Hook:
-    """One guard or action site, shaped for python-statemachine's dependency injection.
+class _Hook(Hook):
+    """A site shaped for python-statemachine's dependency injection: ``check``/``run``
+    take only ``event_data``; the engine passes it by keyword and drops the rest."""
 
-    ``check``/``run`` are bound methods taking only ``event_data``: the engine passes
-    it by keyword and the signature adapter drops the rest.
-    """
+    __slots__ = ()
 
-    __slots__ = ("_fn", "_name", "_source", "_target")
-
-    def __init__(self, fn: Binding, site: Site) -> None:
-        self._fn = fn
-        self._name = site.name
-        self._source = site.source
-        self._target = site.target
-
-    def check(self, event_data: Any) -> bool:
+    def _invoke(self, event_data: Any) -> Any:
         trigger = event_data.trigger_data
         event = trigger.event
         call = Call(
@@ -166,22 +158,7 @@ class _Hook:
         result = self._fn(call)
         if call.raised:
             _raise_events(trigger.machine, call.raised)
-        return bool(result)
-
-    def run(self, event_data: Any) -> None:
-        trigger = event_data.trigger_data
-        event = trigger.event
-        call = Call(
-            self._name,
-            event[_SKIP:] if event is not None and event.startswith(EVENT_PREFIX) else None,
-            trigger.kwargs.get(DATA_KEY, _NO_DATA),
-            trigger.model.context,
-            self._source,
-            self._target,
-        )
-        self._fn(call)
-        if call.raised:
-            _raise_events(trigger.machine, call.raised)
+        return result
 
 
 def _runs(bindings: Bindings, sites: Iterable[Site]) -> list[Any]:

@@ -44,6 +44,7 @@ from transitions.extensions.nesting import HierarchicalMachine, NestedState, Nes
 
 from interlock.machines.backends.base import CompiledMachine
 from interlock.machines.backends.calls import (
+    Hook,
     Site,
     action_sites,
     entry_sites,
@@ -53,7 +54,7 @@ from interlock.machines.backends.calls import (
     resolve,
 )
 from interlock.machines.backends.transitions_check import SEPARATOR, refusals
-from interlock.machines.bindings import Binding, Bindings, Call
+from interlock.machines.bindings import Bindings, Call
 from interlock.machines.diagnostics import SpecError
 from interlock.machines.ir import MachineIR, StateIR, StateKind, TransitionKind
 
@@ -130,33 +131,19 @@ class _Initial:
     model: _Model
 
 
-class _Hook:
-    """One guard or action site, called by transitions with an ``EventData``."""
+class _Hook(Hook):
+    """A site called by transitions with an ``EventData`` (or :class:`_Initial`)."""
 
-    __slots__ = ("_fn", "_name", "_source", "_target")
+    __slots__ = ()
 
-    def __init__(self, fn: Binding, site: Site) -> None:
-        self._fn = fn
-        self._name = site.name
-        self._source = site.source
-        self._target = site.target
-
-    def check(self, event_data: Any) -> bool:
+    def _invoke(self, event_data: Any) -> Any:
         model = event_data.model
         call = Call(self._name, model.event, model.data, model.context, self._source,
                     self._target)
         result = self._fn(call)
         if call.raised:
             model.raised.extend(call.raised)
-        return bool(result)
-
-    def run(self, event_data: Any) -> None:
-        model = event_data.model
-        call = Call(self._name, model.event, model.data, model.context, self._source,
-                    self._target)
-        self._fn(call)
-        if call.raised:
-            model.raised.extend(call.raised)
+        return result
 
 
 def _runs(bindings: Bindings, sites: Iterable[Site]) -> list[Any]:
