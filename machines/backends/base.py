@@ -33,6 +33,29 @@ class MachineInstance(Protocol):
 
 
 @dataclass(frozen=True)
+class MachineState:
+    """What a snapshot needs of a machine besides its context.
+
+    ``configuration`` lists the active states in the engine's own order (restoring that
+    order restores the exit order too); ``history`` is the memory of history states.
+    """
+
+    configuration: tuple[str, ...]
+    history: Mapping[str, tuple[str, ...]]
+
+
+class DurableInstance(MachineInstance, Protocol):
+    """An instance that can be saved and told which timed states it entered or left."""
+
+    def save(self) -> MachineState:
+        """The configuration and history memory, by spec state ids."""
+
+    def take_timer_changes(self) -> list[tuple[bool, str]]:
+        """Entries (True) and exits (False) of states with ``after`` transitions since
+        the last call, in the order they happened; clears the log."""
+
+
+@dataclass(frozen=True)
 class CompiledMachine:
     """A machine compiled for one target. ``native`` is the target's own object:
     the StateChart subclass for ``statemachine``, the machine kwargs for ``transitions``."""
@@ -41,9 +64,20 @@ class CompiledMachine:
     target: str
     native: Any
     factory: Callable[[dict[str, Any]], MachineInstance]
+    restorer: Callable[[dict[str, Any], MachineState], DurableInstance] | None = None
 
     def new(self, context: Mapping[str, Any] | None = None) -> MachineInstance:
         """A fresh instance in its initial configuration; ``context`` overrides defaults."""
         values = {name: copy.deepcopy(f.default) for name, f in self.ir.context.items()}
         values.update(context or {})
         return self.factory(values)
+
+    def restore(self, context: dict[str, Any], state: MachineState) -> DurableInstance:
+        """An instance in a saved configuration; no entry action runs.
+
+        ValueError for a target that cannot restore (only ``statemachine`` can).
+        """
+        if self.restorer is None:
+            raise ValueError(f"the {self.target} target cannot restore a saved machine; "
+                             "compile for statemachine")
+        return self.restorer(context, state)

@@ -47,8 +47,9 @@ from typing import Any, cast
 from statemachine import HistoryState, State, StateChart
 from statemachine.event import Event
 from statemachine.factory import StateMachineMetaclass
+from statemachine.orderedset import OrderedSet
 
-from interlock.machines.backends.base import CompiledMachine
+from interlock.machines.backends.base import CompiledMachine, MachineState
 from interlock.machines.backends.calls import (
     Hook,
     Site,
@@ -61,6 +62,7 @@ from interlock.machines.backends.calls import (
 )
 from interlock.machines.bindings import Bindings, Call
 from interlock.machines.diagnostics import SpecError, error
+from interlock.machines.events import descriptor_matches
 from interlock.machines.ir import MachineIR, StateIR, StateKind, TransitionKind
 
 TARGET = "statemachine"
@@ -109,25 +111,32 @@ class SpecEvent(Event):
     """
 
     def match(self, event: str) -> bool:
-        descriptor: str = self.id
-        if descriptor == "*":
-            return True
-        if descriptor.endswith(".*"):
-            descriptor = descriptor[:-2]
-        elif descriptor.endswith("."):
-            descriptor = descriptor[:-1]
-        if not descriptor:
-            return True
-        return event == descriptor or event.startswith(descriptor + ".")
+        return descriptor_matches(self.id, event)
 
 
 class _Model:
-    """The StateChart's model: where the configuration is stored, next to the context."""
+    """The StateChart's model: where the configuration is stored, next to the context
+    and the log of timed states entered and left."""
 
-    __slots__ = ("context", "state")
+    __slots__ = ("context", "state", "timer_log")
+    state: Any  # the raw configuration, written by python-statemachine
 
     def __init__(self, context: dict[str, Any]) -> None:
         self.context = context
+        self.timer_log: list[tuple[bool, str]] = []
+
+
+class _TimerTrack:
+    """Entry/exit callback of a state with ``after`` transitions: logs it for the runtime."""
+
+    __slots__ = ("_entered", "_state")
+
+    def __init__(self, state: str, entered: bool) -> None:
+        self._state = state
+        self._entered = entered
+
+    def run(self, event_data: Any) -> None:
+        event_data.trigger_data.model.timer_log.append((self._entered, self._state))
 
 
 def _raise_events(machine: StateChart[Any], raised: list[tuple[str, dict[str, Any]]]) -> None:
@@ -176,11 +185,20 @@ class StateChartInstance:
         context: dict[str, Any],
         spec_ids: dict[str, str] | None,
         events: dict[str, str],
+        saved: MachineState | None = None,
     ) -> None:
         self._model = _Model(context)
         self._spec_ids = spec_ids
         self._events = events
+        if saved is not None:  # a configuration on the model: the engine enters nothing
+            self._model.state = OrderedSet(native_state_id(s) for s in saved.configuration)
         self.native: StateChart[Any] = chart(model=self._model)
+        if saved is not None:
+            states = chart.states_map
+            self.native.history_values = {
+                native_state_id(h): [states[native_state_id(s)] for s in remembered]
+                for h, remembered in saved.history.items()
+            }
 
     def send(self, event: str, /, **data: Any) -> None:
         # Declared events reuse one native name string: its hash is computed once, not on
@@ -205,6 +223,20 @@ class StateChartInstance:
     @property
     def is_terminated(self) -> bool:
         return bool(self.native.is_terminated)
+
+    def _spec_id(self, native: str) -> str:
+        return native if self._spec_ids is None else self._spec_ids.get(native, native)
+
+    def save(self) -> MachineState:
+        history = {self._spec_id(hid): tuple(self._spec_id(s.value) for s in states)
+                   for hid, states in self.native.history_values.items()}
+        return MachineState(tuple(self._spec_id(v) for v in self.native.configuration_values),
+                            history)
+
+    def take_timer_changes(self) -> list[tuple[bool, str]]:
+        log = self._model.timer_log
+        self._model.timer_log = []
+        return log
 
 
 def _class_name(machine: str) -> str:
@@ -247,10 +279,21 @@ class _Builder:
             parallel=state.kind is StateKind.PARALLEL,
             states=children or None,
             history=histories or None,  # type: ignore[arg-type]
-            enter=_runs(self.bindings, entry_sites(state)) or None,
-            exit=_runs(self.bindings, exit_sites(state)) or None,
+            enter=self._enter(state) or None,
+            exit=self._exit(state) or None,
         )
         return built._set_id(native_id)
+
+    def _timed(self, state: StateIR) -> bool:
+        return any(t.kind is TransitionKind.AFTER for t in state.transitions)
+
+    def _enter(self, state: StateIR) -> list[Any]:
+        runs = _runs(self.bindings, entry_sites(state))
+        return [_TimerTrack(state.id, True).run, *runs] if self._timed(state) else runs
+
+    def _exit(self, state: StateIR) -> list[Any]:
+        runs = _runs(self.bindings, exit_sites(state))
+        return [*runs, _TimerTrack(state.id, False).run] if self._timed(state) else runs
 
     def event(self, name: str) -> Event:
         if name not in self.events:
@@ -323,4 +366,12 @@ def compile_statemachine(ir: MachineIR, bindings: Bindings | None = None) -> Com
     def factory(context: dict[str, Any]) -> StateChartInstance:
         return StateChartInstance(chart, context, spec_ids, events)
 
-    return CompiledMachine(ir=ir, target=TARGET, native=chart, factory=factory)
+    def restorer(context: dict[str, Any], saved: MachineState) -> StateChartInstance:
+        unknown = [s for s in (*saved.configuration, *saved.history) if s not in ir.states]
+        if unknown:
+            raise ValueError(f"the saved configuration names states {ir.name!r} does not "
+                             f"have: {', '.join(unknown)}")
+        return StateChartInstance(chart, context, spec_ids, events, saved)
+
+    return CompiledMachine(ir=ir, target=TARGET, native=chart, factory=factory,
+                           restorer=restorer)
