@@ -18,7 +18,18 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	bash scripts/bootstrap.sh
-	$(MAKE) --no-print-directory lint typecheck unit
+	$(MAKE) --no-print-directory lint typecheck
+	bash scripts/with_pg.sh $(MAKE) --no-print-directory unit
+
+# A throwaway PostgreSQL for running tests by hand: `make pg`, then
+# INTERLOCK_TEST_PG_URL=$$(bash scripts/pg_cluster.sh url .cache/pg) .venv/bin/pytest ...
+.PHONY: pg pg-stop
+pg:
+	bash scripts/pg_cluster.sh start .cache/pg
+	@bash scripts/pg_cluster.sh url .cache/pg | sed 's/:[^:@]*@/:***@/'
+
+pg-stop:
+	bash scripts/pg_cluster.sh stop .cache/pg
 
 lint: $(STAMP)
 	$(BIN)/ruff check machines runtime tests bench

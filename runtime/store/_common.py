@@ -1,0 +1,120 @@
+"""What both backends share: row shapes, JSON encoding and the fencing rules."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from interlock.runtime.store.base import (
+    InboxItem,
+    JournalEntry,
+    Lease,
+    SessionNotFound,
+    SessionRow,
+    StaleSession,
+)
+
+SESSION_COLUMNS = (
+    "id, spec_name, spec_path, spec_hash, spec_text, status, seq, snapshot,"
+    " created_at, updated_at"
+)
+JOURNAL_COLUMNS = "seq, at, kind, event, data, before_states, after_states, note"
+INBOX_COLUMNS = "id, session_id, event, data, enqueued_at"
+
+Decode = Callable[[Any], Any]  # a JSON column as the driver returns it -> Python
+
+
+def dumps(value: Any) -> str:
+    """JSON text for a column; NaN and infinities are refused on both backends alike."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def session_params(row: SessionRow) -> tuple[Any, ...]:
+    return (
+        row.id, row.spec_name, row.spec_path, row.spec_hash, row.spec_text, row.status,
+        row.seq, dumps(row.snapshot), row.created_at, row.updated_at,
+    )
+
+
+def journal_params(session_id: str, entry: JournalEntry) -> tuple[Any, ...]:
+    return (
+        session_id, entry.seq, entry.at, entry.kind, entry.event, dumps(entry.data),
+        dumps(list(entry.before)), dumps(list(entry.after)), entry.note,
+    )
+
+
+def session_from(values: Sequence[Any], decode: Decode) -> SessionRow:
+    return SessionRow(
+        id=values[0], spec_name=values[1], spec_path=values[2], spec_hash=values[3],
+        spec_text=values[4], status=values[5], seq=int(values[6]),
+        snapshot=decode(values[7]), created_at=float(values[8]), updated_at=float(values[9]),
+    )
+
+
+def entry_from(values: Sequence[Any], decode: Decode) -> JournalEntry:
+    return JournalEntry(
+        seq=int(values[0]), at=float(values[1]), kind=values[2], event=values[3],
+        data=decode(values[4]), before=tuple(decode(values[5])),
+        after=tuple(decode(values[6])), note=values[7],
+    )
+
+
+def item_from(values: Sequence[Any], decode: Decode) -> InboxItem:
+    return InboxItem(
+        id=int(values[0]), session_id=values[1], event=values[2], data=decode(values[3]),
+        enqueued_at=float(values[4]),
+    )
+
+
+def check_entries(entries: Sequence[JournalEntry], seq: int) -> None:
+    """ValueError unless every entry belongs to step ``seq``."""
+    wrong = [entry.seq for entry in entries if entry.seq != seq]
+    if wrong:
+        raise ValueError(f"journal entries for step {seq} carry seq {wrong}")
+
+
+def check_ttl(ttl: float) -> None:
+    if not ttl > 0:
+        raise ValueError(f"lease ttl must be positive, not {ttl}")
+
+
+def fence(
+    session_id: str,
+    stored: Sequence[Any] | None,
+    *,
+    expected_seq: int,
+    lease_token: int,
+    now: float,
+) -> None:
+    """Refuse a commit unless ``stored`` = (seq, lease_owner, lease_token, lease_expires_at)
+    shows the runner's view is current and its lease is live."""
+    if stored is None:
+        raise not_found(session_id)
+    seq, owner, token, expires_at = stored
+    if seq != expected_seq:
+        raise StaleSession(
+            f"session {session_id!r} moved on: it is at step {seq}, the commit expected"
+            f" {expected_seq}"
+        )
+    if owner is None or token != lease_token:
+        holder = "nobody" if owner is None else f"{owner!r} (token {token})"
+        raise StaleSession(
+            f"session {session_id!r}: lease token {lease_token} is no longer current;"
+            f" the lease is held by {holder}"
+        )
+    if expires_at <= now:
+        raise StaleSession(
+            f"session {session_id!r}: lease token {lease_token} expired at {expires_at:.3f}"
+            f" (now {now:.3f})"
+        )
+
+
+def lease_from(session_id: str, owner: str, values: Sequence[Any]) -> Lease:
+    """A Lease from (lease_token, lease_expires_at)."""
+    return Lease(session_id=session_id, owner=owner, token=int(values[0]),
+                 expires_at=float(values[1]))
+
+
+def not_found(session_id: str) -> SessionNotFound:
+    return SessionNotFound(f"no session {session_id!r}")

@@ -1,0 +1,161 @@
+"""The store contract: where sessions, their journal, their inbox and their leases live.
+
+One interface, two implementations (SQLite, the embedded default; PostgreSQL by URL),
+one contract test suite run against both (tests/test_store_contract.py).
+
+A step is committed atomically: journal entries appended, the snapshot replaced, the
+sequence number bumped and the inbox items it consumed deleted, in one transaction. The
+commit is fenced twice: by the sequence number the runner last saw (``expected_seq``) and
+by its lease token, so a runner that lost its lease can never overwrite a newer state.
+
+Time is always passed in (``now``, ``at``): the store never reads a clock of its own, so
+lease expiry follows the runner's clock and tests drive it without sleeping.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class StoreError(Exception):
+    """Base of every store failure; the message is fit for a user."""
+
+
+class SessionNotFound(StoreError):
+    pass
+
+
+class SessionExists(StoreError):
+    pass
+
+
+class StaleSession(StoreError):
+    """A commit was fenced off: another runner moved the session on, or took the lease."""
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached or stays locked after bounded retries."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    spec_name: str
+    spec_path: str
+    spec_hash: str
+    spec_text: str
+    status: str  # "running" | "final" | "failed"
+    seq: int  # number of the last committed step; 0 right after create
+    snapshot: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One line of a session's append-only journal."""
+
+    seq: int  # the step it belongs to
+    at: float  # wall-clock seconds
+    kind: str  # "created" | "event" | "timer" | "rejected" | "resumed" | "error" ...
+    event: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    before: tuple[str, ...] = ()  # active states before the step
+    after: tuple[str, ...] = ()  # active states after it
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    id: int  # increasing per store: the delivery order
+    session_id: str
+    event: str
+    data: dict[str, Any]
+    enqueued_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    session_id: str
+    owner: str
+    token: int  # increases on every acquisition: the fencing token
+    expires_at: float
+
+
+class Store(Protocol):
+    """Every method is safe to call from several processes at once.
+
+    Methods that name a session raise SessionNotFound when it does not exist, except
+    ``renew`` (None) and ``release`` (no-op). Transient failures (a locked database, a
+    lost connection) are retried with bounded exponential backoff, then StoreUnavailable.
+    ``owner`` strings must be unique per runner process (e.g. host:pid:random).
+    """
+
+    url: str  # where the store is, fit for messages: a password is masked (redact_url)
+
+    def create(self, row: SessionRow, entry: JournalEntry) -> None:
+        """Insert a new session (no lease) with its first journal entry; SessionExists if
+        the id is taken. ValueError if ``entry.seq`` is not ``row.seq``."""
+
+    def get(self, session_id: str) -> SessionRow:
+        """SessionNotFound if there is none."""
+
+    def list(self) -> list[SessionRow]:
+        """All sessions, oldest first."""
+
+    def commit_step(
+        self,
+        session_id: str,
+        *,
+        expected_seq: int,
+        lease_token: int,
+        entries: builtins.list[JournalEntry],
+        snapshot: dict[str, Any],
+        status: str,
+        consumed: builtins.list[int],
+        now: float,
+    ) -> int:
+        """Atomically append ``entries``, replace the snapshot and status, delete the
+        ``consumed`` inbox items (ids not queued for this session are ignored), and set
+        seq to ``expected_seq + 1`` (returned) and updated_at to ``now``.
+        StaleSession if the stored seq is not ``expected_seq`` or ``lease_token`` is not
+        the session's current lease, unexpired at ``now``; then nothing is written.
+        ValueError if an entry's seq is not ``expected_seq + 1``."""
+
+    def journal(self, session_id: str, after_seq: int = 0) -> builtins.list[JournalEntry]:
+        """Entries with seq > after_seq, in order."""
+
+    def enqueue(self, session_id: str, event: str, data: dict[str, Any], at: float) -> int:
+        """Queue an event for the session's runner; returns the item id."""
+
+    def inbox(self, session_id: str) -> builtins.list[InboxItem]:
+        """Queued items, oldest first."""
+
+    def acquire(self, session_id: str, owner: str, ttl: float, now: float,
+                take_from: str | None = None) -> Lease | None:
+        """Take the session's lease if it is free, expired at ``now``, already
+        ``owner``'s, or held by ``take_from`` (a holder the caller knows is dead); the
+        token always goes up (so an earlier holder is fenced off). None if another owner
+        holds a live one."""
+
+    def holder(self, session_id: str) -> Lease | None:
+        """The lease as it stands (possibly expired), or None when nobody holds it."""
+
+    def renew(self, lease: Lease, ttl: float, now: float) -> Lease | None:
+        """Extend a lease still held (same owner and token, not taken over or released,
+        even if it expired meanwhile) to ``now + ttl``; None if it was lost."""
+
+    def release(self, lease: Lease) -> None:
+        """Give the lease up; the token is kept, so the next holder's is higher.
+        No-op if it was lost."""
+
+    def close(self) -> None: ...
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password (``user:pw@`` or ``password=pw``) replaced by ``***``."""
+    url = re.sub(r"(://[^/@?#:]*):[^/?#]*@", r"\1:***@", url, count=1)
+    return re.sub(r"(?i)([?&]password=)[^&#]*", r"\1***", url)

@@ -1,0 +1,467 @@
+"""The shared store: PostgreSQL through psycopg 3, one connection per store object.
+
+Commits lock the session row (``SELECT ... FOR UPDATE``) and are fenced by seq and lease
+token; a lease is taken by one atomic ``UPDATE ... RETURNING``. Lost connections, lock
+timeouts and deadlocks are retried with backoff on a fresh connection, then reported as
+StoreUnavailable naming host and port (never the password). A connection lost during
+COMMIT leaves the outcome unknown: every call but enqueue finds out and goes on; enqueue
+says so (StoreUnavailable) rather than risk queueing an event twice.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from interlock.runtime.store._common import (
+    INBOX_COLUMNS,
+    JOURNAL_COLUMNS,
+    SESSION_COLUMNS,
+    check_entries,
+    check_ttl,
+    dumps,
+    entry_from,
+    fence,
+    item_from,
+    journal_params,
+    lease_from,
+    not_found,
+    session_from,
+    session_params,
+)
+from interlock.runtime.store._retry import Backoff, OnRetry, retry
+from interlock.runtime.store.base import (
+    InboxItem,
+    JournalEntry,
+    Lease,
+    SessionExists,
+    SessionRow,
+    StoreError,
+    StoreUnavailable,
+    redact_url,
+)
+
+T = TypeVar("T")
+Conn = psycopg.Connection[tuple[Any, ...]]
+# After a COMMIT whose outcome is unknown: the result if it was applied, None if not.
+Resolve = Callable[[Conn], T | None]
+
+_MIGRATION_LOCK = 0x1A7E_4C0C  # pg_advisory_xact_lock key: one migrator at a time
+
+# Schema migrations: step N (1-based) brings the schema from version N-1 to N. Append only.
+# Tables go to the first schema of the search_path (the URL may set it with options=).
+MIGRATIONS: list[tuple[str, ...]] = [
+    (
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            spec_name TEXT NOT NULL,
+            spec_path TEXT NOT NULL,
+            spec_hash TEXT NOT NULL,
+            spec_text TEXT NOT NULL,
+            status TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            snapshot JSONB NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            lease_owner TEXT,
+            lease_token BIGINT NOT NULL DEFAULT 0,
+            lease_expires_at DOUBLE PRECISION
+        )""",
+        """CREATE TABLE journal (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq BIGINT NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            kind TEXT NOT NULL,
+            event TEXT,
+            data JSONB NOT NULL,
+            before_states JSONB NOT NULL,
+            after_states JSONB NOT NULL,
+            note TEXT
+        )""",
+        "CREATE INDEX journal_by_session ON journal (session_id, seq, id)",
+        """CREATE FUNCTION journal_append_only() RETURNS trigger LANGUAGE plpgsql AS
+           $$ BEGIN RAISE EXCEPTION 'the journal is append-only'; END $$""",
+        """CREATE TRIGGER journal_append_only BEFORE UPDATE ON journal
+           FOR EACH ROW EXECUTE FUNCTION journal_append_only()""",
+        """CREATE TABLE inbox (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            event TEXT NOT NULL,
+            data JSONB NOT NULL,
+            enqueued_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX inbox_by_session ON inbox (session_id, id)",
+    ),
+]
+
+
+def _transient(error: Exception) -> bool:
+    """Worth another try: refused or lost connections, lock timeouts, deadlocks,
+    serialization failures, a server starting or shutting down. Not a refusal that will
+    not change: bad credentials, a missing database (SQLSTATE classes 28 and 3D, which
+    libpq reports at connection time only as text)."""
+    if not isinstance(error, psycopg.OperationalError):
+        return False
+    if (error.sqlstate or "").startswith(("28", "3D")):
+        return False
+    return not any(marker in str(error) for marker in _PERMANENT)
+
+
+_PERMANENT = ("authentication failed", "does not exist", "pg_hba.conf", "no password supplied",
+              "permission denied")
+
+
+def _rerun(conn: Conn) -> None:
+    """Resolve for calls that are safe to run again."""
+    return None
+
+
+class PostgresStore:
+    """The Store contract on a PostgreSQL database named by a ``postgresql://`` URL."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        connect_timeout: int = 5,
+        lock_timeout: float = 5.0,
+        backoff: Backoff | None = None,
+        on_retry: OnRetry | None = None,
+    ) -> None:
+        self.url = redact_url(url)  # fit for messages; the password stays in _conninfo
+        try:
+            params = conninfo_to_dict(url)
+        except psycopg.Error as error:
+            raise StoreError(f"invalid PostgreSQL URL {self.url}: {error}") from None
+        extra: dict[str, Any] = {"application_name": "interlock"}
+        if "connect_timeout" not in params:
+            extra["connect_timeout"] = connect_timeout
+        self._conninfo = make_conninfo(url, **{k: v for k, v in extra.items()
+                                              if k not in params})
+        host = str(params.get("host") or os.environ.get("PGHOST") or "localhost")
+        port = str(params.get("port") or os.environ.get("PGPORT") or 5432)
+        self.where = f"{host}:{port}/{params.get('dbname') or params.get('user') or ''}"
+        self.lock_timeout = lock_timeout
+        self.backoff = backoff or Backoff()
+        self.on_retry = on_retry
+        self._lock = threading.RLock()
+        self._conn: Conn | None = None
+        try:
+            self._run(self._migrate, _rerun)
+        except BaseException:
+            self._drop()
+            raise
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def _connection(self) -> Conn:
+        if self._conn is not None and not (self._conn.closed or self._conn.broken):
+            return self._conn
+        self._drop()
+        conn: Conn = psycopg.connect(self._conninfo, autocommit=True)
+        try:
+            conn.execute(f"SET lock_timeout = {int(self.lock_timeout * 1000)}")
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _run(self, body: Callable[[Conn], T], resolve: Resolve[T] | None) -> T:
+        """``body`` in one transaction, retried on transient failures. If a retry follows
+        a COMMIT whose outcome is unknown, ``resolve`` decides first (None: say so)."""
+        unknown = False
+
+        def attempt() -> T:
+            nonlocal unknown
+            with self._lock:
+                conn = self._connection()
+                if unknown:
+                    if resolve is None:
+                        raise StoreUnavailable(
+                            f"the connection to PostgreSQL at {self.where} was lost while"
+                            " committing: the change may or may not have been applied"
+                        )
+                    with conn.transaction():
+                        done = resolve(conn)
+                    unknown = False
+                    if done is not None:
+                        return done
+                committing = False
+                try:
+                    with conn.transaction():
+                        result = body(conn)
+                        committing = True
+                    return result
+                except psycopg.Error:
+                    if conn.closed or conn.broken:
+                        unknown = committing
+                        self._drop()
+                    raise
+
+        def give_up(error: Exception, attempts: int) -> str:
+            reason = redact_url(str(error).strip().splitlines()[0] if str(error) else repr(error))
+            return (
+                f"cannot use PostgreSQL at {self.where} after {attempts} attempts over about"
+                f" {self.backoff.budget:.1f} s: {reason}"
+            )
+
+        try:
+            return retry(attempt, backoff=self.backoff, transient=_transient, give_up=give_up,
+                         on_retry=self.on_retry)
+        except psycopg.OperationalError as error:  # not transient: bad password, no database
+            raise StoreUnavailable(
+                f"cannot use PostgreSQL at {self.where}: {redact_url(str(error).strip())}"
+            ) from None
+        except psycopg.Error as error:
+            raise StoreError(f"PostgreSQL at {self.where} failed: {error}") from error
+
+    @staticmethod
+    def _migrate(conn: Conn) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        current = 0
+        if conn.execute("SELECT to_regclass('schema_version')").fetchone() != (None,):
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            current = int(row[0]) if row else 0
+        else:
+            conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        if current > len(MIGRATIONS):
+            raise StoreError(
+                f"the database has schema version {current}; this interlock knows only up to"
+                f" {len(MIGRATIONS)}: upgrade interlock"
+            )
+        if current == len(MIGRATIONS):
+            return
+        for steps in MIGRATIONS[current:]:
+            for sql in steps:
+                conn.execute(sql)
+        conn.execute("DELETE FROM schema_version")
+        conn.execute("INSERT INTO schema_version VALUES (%s)", (len(MIGRATIONS),))
+
+    @staticmethod
+    def _lock_session(conn: Conn, session_id: str) -> None:
+        """Lock the session row against commits and other enqueues (SessionNotFound)."""
+        if conn.execute("SELECT 1 FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+                        (session_id,)).fetchone() is None:
+            raise not_found(session_id)
+
+    @staticmethod
+    def _require(conn: Conn, session_id: str) -> None:
+        if conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone() is None:
+            raise not_found(session_id)
+
+    # -- the contract -----------------------------------------------------------------
+
+    def create(self, row: SessionRow, entry: JournalEntry) -> None:
+        check_entries([entry], row.seq)
+        values, journal = session_params(row), journal_params(row.id, entry)
+
+        def body(conn: Conn) -> bool:
+            inserted = conn.execute(
+                f"INSERT INTO sessions ({SESSION_COLUMNS})"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s)"
+                " ON CONFLICT (id) DO NOTHING RETURNING 1", values,
+            ).fetchone()
+            if inserted is None:
+                raise SessionExists(f"a session {row.id!r} already exists")
+            conn.execute(f"INSERT INTO journal (session_id, {JOURNAL_COLUMNS})"
+                         f" VALUES ({_JOURNAL_MARKS})", journal)
+            return True
+
+        def resolve(conn: Conn) -> bool | None:
+            stored = conn.execute("SELECT spec_hash, created_at, seq FROM sessions WHERE id = %s",
+                                  (row.id,)).fetchone()
+            if stored is None:
+                return None  # not applied: create again
+            if stored == (row.spec_hash, row.created_at, row.seq):
+                return True
+            raise SessionExists(f"a session {row.id!r} already exists")
+
+        self._run(body, resolve)
+
+    def get(self, session_id: str) -> SessionRow:
+        def body(conn: Conn) -> SessionRow:
+            values = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s",
+                                  (session_id,)).fetchone()
+            if values is None:
+                raise not_found(session_id)
+            return session_from(values, _same)
+
+        return self._run(body, _rerun)
+
+    def list(self) -> builtins.list[SessionRow]:
+        def body(conn: Conn) -> builtins.list[SessionRow]:
+            rows = conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, id"
+            ).fetchall()
+            return [session_from(values, _same) for values in rows]
+
+        return self._run(body, _rerun)
+
+    def commit_step(
+        self,
+        session_id: str,
+        *,
+        expected_seq: int,
+        lease_token: int,
+        entries: builtins.list[JournalEntry],
+        snapshot: dict[str, Any],
+        status: str,
+        consumed: builtins.list[int],
+        now: float,
+    ) -> int:
+        seq = expected_seq + 1
+        check_entries(entries, seq)
+        journal = [journal_params(session_id, entry) for entry in entries]
+        snapshot_text = dumps(snapshot)
+
+        def body(conn: Conn) -> int:
+            stored = conn.execute(
+                "SELECT seq, lease_owner, lease_token, lease_expires_at FROM sessions"
+                " WHERE id = %s FOR UPDATE", (session_id,),
+            ).fetchone()
+            fence(session_id, stored, expected_seq=expected_seq, lease_token=lease_token,
+                  now=now)
+            with conn.cursor() as cursor:
+                cursor.executemany(f"INSERT INTO journal (session_id, {JOURNAL_COLUMNS})"
+                                   f" VALUES ({_JOURNAL_MARKS})", journal)
+            if consumed:
+                conn.execute("DELETE FROM inbox WHERE session_id = %s AND id = ANY(%s)",
+                             (session_id, consumed))
+            conn.execute(
+                "UPDATE sessions SET seq = %s, snapshot = %s::jsonb, status = %s,"
+                " updated_at = %s WHERE id = %s",
+                (seq, snapshot_text, status, now, session_id),
+            )
+            return seq
+
+        def resolve(conn: Conn) -> int | None:
+            # Only the holder of this token can have moved the session to this seq: us.
+            stored = conn.execute("SELECT seq, lease_token FROM sessions WHERE id = %s",
+                                  (session_id,)).fetchone()
+            return seq if stored == (seq, lease_token) else None
+
+        return self._run(body, resolve)
+
+    def journal(self, session_id: str, after_seq: int = 0) -> builtins.list[JournalEntry]:
+        def body(conn: Conn) -> builtins.list[JournalEntry]:
+            self._require(conn, session_id)
+            rows = conn.execute(
+                f"SELECT {JOURNAL_COLUMNS} FROM journal WHERE session_id = %s AND seq > %s"
+                " ORDER BY seq, id", (session_id, after_seq),
+            ).fetchall()
+            return [entry_from(values, _same) for values in rows]
+
+        return self._run(body, _rerun)
+
+    def enqueue(self, session_id: str, event: str, data: dict[str, Any], at: float) -> int:
+        data_text = dumps(data)
+
+        def body(conn: Conn) -> int:
+            # Enqueues of one session take turns, so ids grow in commit order: a runner
+            # never sees a later item before an earlier one.
+            self._lock_session(conn, session_id)
+            values = conn.execute(
+                "INSERT INTO inbox (session_id, event, data, enqueued_at)"
+                " VALUES (%s, %s, %s::jsonb, %s) RETURNING id",
+                (session_id, event, data_text, at),
+            ).fetchone()
+            assert values is not None
+            return int(values[0])
+
+        return self._run(body, None)
+
+    def inbox(self, session_id: str) -> builtins.list[InboxItem]:
+        def body(conn: Conn) -> builtins.list[InboxItem]:
+            self._require(conn, session_id)
+            rows = conn.execute(
+                f"SELECT {INBOX_COLUMNS} FROM inbox WHERE session_id = %s ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            return [item_from(values, _same) for values in rows]
+
+        return self._run(body, _rerun)
+
+    def acquire(self, session_id: str, owner: str, ttl: float, now: float,
+                take_from: str | None = None) -> Lease | None:
+        check_ttl(ttl)
+
+        def body(conn: Conn) -> Lease | None:
+            values = conn.execute(
+                "UPDATE sessions SET lease_owner = %(owner)s, lease_token = lease_token + 1,"
+                " lease_expires_at = %(expires)s"
+                " WHERE id = %(id)s AND (lease_owner IS NULL OR lease_expires_at <= %(now)s"
+                " OR lease_owner = %(owner)s OR lease_owner = %(take_from)s)"
+                " RETURNING lease_token, lease_expires_at",
+                {"owner": owner, "expires": now + ttl, "id": session_id, "now": now,
+                 "take_from": take_from},
+            ).fetchone()
+            if values is None:
+                self._require(conn, session_id)
+                return None
+            return lease_from(session_id, owner, values)
+
+        return self._run(body, _rerun)  # again as the same owner: a fresh token
+
+    def holder(self, session_id: str) -> Lease | None:
+        def body(conn: Conn) -> Lease | None:
+            row = conn.execute(
+                "SELECT lease_owner, lease_token, lease_expires_at FROM sessions WHERE id = %s",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                raise not_found(session_id)
+            return None if row[0] is None else lease_from(session_id, row[0], row[1:])
+
+        return self._run(body, _rerun)
+
+    def renew(self, lease: Lease, ttl: float, now: float) -> Lease | None:
+        check_ttl(ttl)
+
+        def body(conn: Conn) -> Lease | None:
+            values = conn.execute(
+                "UPDATE sessions SET lease_expires_at = %s"
+                " WHERE id = %s AND lease_owner = %s AND lease_token = %s"
+                " RETURNING lease_token, lease_expires_at",
+                (now + ttl, lease.session_id, lease.owner, lease.token),
+            ).fetchone()
+            return None if values is None else lease_from(lease.session_id, lease.owner, values)
+
+        return self._run(body, _rerun)
+
+    def release(self, lease: Lease) -> None:
+        def body(conn: Conn) -> None:
+            conn.execute(
+                "UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL"
+                " WHERE id = %s AND lease_owner = %s AND lease_token = %s",
+                (lease.session_id, lease.owner, lease.token),
+            )
+
+        self._run(body, _rerun)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r})"
+
+
+_JOURNAL_MARKS = "%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s"
+
+
+def _same(value: Any) -> Any:
+    """psycopg already decodes JSONB."""
+    return value

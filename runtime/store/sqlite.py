@@ -1,0 +1,403 @@
+"""The embedded store: one SQLite file in WAL mode, shared safely by several processes.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction, so writers queue on SQLite's lock
+(``busy_timeout``) instead of failing half-way; a lock held longer than that is retried
+with backoff, then reported as StoreUnavailable naming the file.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import sqlite3
+import threading
+from collections.abc import Callable
+from os import PathLike
+from pathlib import Path
+from typing import Any, TypeVar
+
+from interlock.runtime.store._common import (
+    INBOX_COLUMNS,
+    JOURNAL_COLUMNS,
+    SESSION_COLUMNS,
+    check_entries,
+    check_ttl,
+    dumps,
+    entry_from,
+    fence,
+    item_from,
+    journal_params,
+    lease_from,
+    not_found,
+    session_from,
+    session_params,
+)
+from interlock.runtime.store._retry import Backoff, OnRetry, retry
+from interlock.runtime.store.base import (
+    InboxItem,
+    JournalEntry,
+    Lease,
+    SessionExists,
+    SessionRow,
+    StoreError,
+    StoreUnavailable,
+)
+
+T = TypeVar("T")
+
+# Schema migrations: step N (1-based) brings the schema from version N-1 to N. Append only.
+MIGRATIONS: list[tuple[str, ...]] = [
+    (
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            spec_name TEXT NOT NULL,
+            spec_path TEXT NOT NULL,
+            spec_hash TEXT NOT NULL,
+            spec_text TEXT NOT NULL,
+            status TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            snapshot TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            lease_owner TEXT,
+            lease_token INTEGER NOT NULL DEFAULT 0,
+            lease_expires_at REAL
+        )""",
+        """CREATE TABLE journal (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            at REAL NOT NULL,
+            kind TEXT NOT NULL,
+            event TEXT,
+            data TEXT NOT NULL,
+            before_states TEXT NOT NULL,
+            after_states TEXT NOT NULL,
+            note TEXT
+        )""",
+        "CREATE INDEX journal_by_session ON journal (session_id, seq, id)",
+        """CREATE TRIGGER journal_append_only BEFORE UPDATE ON journal
+           BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END""",
+        """CREATE TABLE inbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            event TEXT NOT NULL,
+            data TEXT NOT NULL,
+            enqueued_at REAL NOT NULL
+        )""",
+        "CREATE INDEX inbox_by_session ON inbox (session_id, id)",
+    ),
+]
+
+
+def _transient(error: Exception) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED and their extended codes: someone else holds a lock."""
+    return isinstance(error, sqlite3.OperationalError) and (
+        getattr(error, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    )
+
+
+class SqliteStore:
+    """The Store contract on one SQLite file (created with its folder, 0700, if missing)."""
+
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        *,
+        busy_timeout: float = 2.0,
+        backoff: Backoff | None = None,
+        on_retry: OnRetry | None = None,
+    ) -> None:
+        self.path = Path(path).absolute()
+        self.url = f"sqlite://{self.path}"
+        self.busy_timeout = busy_timeout
+        self.backoff = backoff or Backoff()
+        self.on_retry = on_retry
+        self._lock = threading.RLock()
+        self._make_folder()
+        self._conn = self._retry(self._connect)
+        try:
+            self._retry(self._migrate)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def _make_folder(self) -> None:
+        folder = self.path.parent
+        if folder.is_dir():
+            return
+        try:
+            folder.mkdir(mode=0o700, parents=True)
+            folder.chmod(0o700)  # mkdir's mode is masked by the umask
+        except OSError as error:
+            raise StoreUnavailable(f"cannot create the folder for {self.path}: {error}") from error
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode != "wal":
+                raise StoreError(f"{self.path}: SQLite refused WAL mode (journal_mode={mode})")
+            conn.execute("PRAGMA synchronous = FULL")  # a committed step survives power loss
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self) -> None:
+        def version(conn: sqlite3.Connection) -> int:
+            exists = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            ).fetchone()
+            row = conn.execute("SELECT version FROM schema_version").fetchone() if exists else None
+            return int(row[0]) if row else 0
+
+        with self._lock:
+            current = version(self._conn)
+            if current == len(MIGRATIONS):
+                return
+            if current > len(MIGRATIONS):
+                raise StoreError(
+                    f"{self.path} has schema version {current}; this interlock knows only up"
+                    f" to {len(MIGRATIONS)}: upgrade interlock"
+                )
+
+            def apply(conn: sqlite3.Connection) -> None:
+                conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+                start = version(conn)  # another process may have migrated meanwhile
+                for steps in MIGRATIONS[start:]:
+                    for sql in steps:
+                        conn.execute(sql)
+                conn.execute("DELETE FROM schema_version")
+                conn.execute("INSERT INTO schema_version VALUES (?)", (len(MIGRATIONS),))
+
+            self._transaction(apply, "IMMEDIATE")
+
+    def _transaction(self, body: Callable[[sqlite3.Connection], T], mode: str) -> T:
+        conn = self._conn
+        conn.execute(f"BEGIN {mode}")
+        try:
+            result = body(conn)
+            conn.execute("COMMIT")
+            return result
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            raise
+
+    def _retry(self, op: Callable[[], T]) -> T:
+        """``op`` retried while the file is locked; other SQLite errors become StoreError."""
+        def give_up(error: Exception, attempts: int) -> str:
+            waited = self.backoff.budget + attempts * self.busy_timeout
+            return (
+                f"the SQLite store {self.path} stayed locked ({error}) through {attempts}"
+                f" attempts over about {waited:.1f} s; another process holds it: retry later"
+            )
+
+        try:
+            return retry(op, backoff=self.backoff, transient=_transient, give_up=give_up,
+                         on_retry=self.on_retry)
+        except sqlite3.Error as error:
+            raise StoreError(f"the SQLite store {self.path} failed: {error}") from error
+
+    def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """``body`` in one ``BEGIN IMMEDIATE`` transaction, retried while the file is locked."""
+        def attempt() -> T:
+            with self._lock:
+                return self._transaction(body, "IMMEDIATE")
+
+        return self._retry(attempt)
+
+    def _read(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """``body`` in one read transaction: a consistent view, no write lock."""
+        def attempt() -> T:
+            with self._lock:
+                return self._transaction(body, "DEFERRED")
+
+        return self._retry(attempt)
+
+    @staticmethod
+    def _require(conn: sqlite3.Connection, session_id: str) -> None:
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+            raise not_found(session_id)
+
+    # -- the contract -----------------------------------------------------------------
+
+    def create(self, row: SessionRow, entry: JournalEntry) -> None:
+        check_entries([entry], row.seq)
+        values, journal = session_params(row), journal_params(row.id, entry)
+
+        def body(conn: sqlite3.Connection) -> None:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (row.id,)).fetchone():
+                raise SessionExists(f"a session {row.id!r} already exists")
+            conn.execute(f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES ({_marks(10)})", values)
+            conn.execute(f"INSERT INTO journal (session_id, {JOURNAL_COLUMNS})"
+                         f" VALUES ({_marks(9)})", journal)
+
+        self._write(body)
+
+    def get(self, session_id: str) -> SessionRow:
+        def body(conn: sqlite3.Connection) -> SessionRow:
+            values = conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if values is None:
+                raise not_found(session_id)
+            return session_from(values, json.loads)
+
+        return self._read(body)
+
+    def list(self) -> builtins.list[SessionRow]:
+        def body(conn: sqlite3.Connection) -> builtins.list[SessionRow]:
+            rows = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions"
+                                " ORDER BY created_at, rowid").fetchall()
+            return [session_from(values, json.loads) for values in rows]
+
+        return self._read(body)
+
+    def commit_step(
+        self,
+        session_id: str,
+        *,
+        expected_seq: int,
+        lease_token: int,
+        entries: builtins.list[JournalEntry],
+        snapshot: dict[str, Any],
+        status: str,
+        consumed: builtins.list[int],
+        now: float,
+    ) -> int:
+        seq = expected_seq + 1
+        check_entries(entries, seq)
+        journal = [journal_params(session_id, entry) for entry in entries]
+        snapshot_text = dumps(snapshot)
+
+        def body(conn: sqlite3.Connection) -> int:
+            stored = conn.execute(
+                "SELECT seq, lease_owner, lease_token, lease_expires_at FROM sessions"
+                " WHERE id = ?", (session_id,),
+            ).fetchone()
+            fence(session_id, stored, expected_seq=expected_seq, lease_token=lease_token,
+                  now=now)
+            conn.executemany(f"INSERT INTO journal (session_id, {JOURNAL_COLUMNS})"
+                             f" VALUES ({_marks(9)})", journal)
+            conn.executemany("DELETE FROM inbox WHERE session_id = ? AND id = ?",
+                             [(session_id, item) for item in consumed])
+            conn.execute(
+                "UPDATE sessions SET seq = ?, snapshot = ?, status = ?, updated_at = ?"
+                " WHERE id = ?", (seq, snapshot_text, status, now, session_id),
+            )
+            return seq
+
+        return self._write(body)
+
+    def journal(self, session_id: str, after_seq: int = 0) -> builtins.list[JournalEntry]:
+        def body(conn: sqlite3.Connection) -> builtins.list[JournalEntry]:
+            self._require(conn, session_id)
+            rows = conn.execute(
+                f"SELECT {JOURNAL_COLUMNS} FROM journal WHERE session_id = ? AND seq > ?"
+                " ORDER BY seq, id", (session_id, after_seq),
+            ).fetchall()
+            return [entry_from(values, json.loads) for values in rows]
+
+        return self._read(body)
+
+    def enqueue(self, session_id: str, event: str, data: dict[str, Any], at: float) -> int:
+        data_text = dumps(data)
+
+        def body(conn: sqlite3.Connection) -> int:
+            self._require(conn, session_id)
+            cursor = conn.execute(
+                "INSERT INTO inbox (session_id, event, data, enqueued_at) VALUES (?, ?, ?, ?)",
+                (session_id, event, data_text, at),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+        return self._write(body)
+
+    def inbox(self, session_id: str) -> builtins.list[InboxItem]:
+        def body(conn: sqlite3.Connection) -> builtins.list[InboxItem]:
+            self._require(conn, session_id)
+            rows = conn.execute(
+                f"SELECT {INBOX_COLUMNS} FROM inbox WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            return [item_from(values, json.loads) for values in rows]
+
+        return self._read(body)
+
+    def acquire(self, session_id: str, owner: str, ttl: float, now: float,
+                take_from: str | None = None) -> Lease | None:
+        check_ttl(ttl)
+
+        def body(conn: sqlite3.Connection) -> Lease | None:
+            values = conn.execute(
+                "UPDATE sessions SET lease_owner = ?, lease_token = lease_token + 1,"
+                " lease_expires_at = ?"
+                " WHERE id = ? AND (lease_owner IS NULL OR lease_expires_at <= ?"
+                " OR lease_owner = ? OR lease_owner = ?)"
+                " RETURNING lease_token, lease_expires_at",
+                (owner, now + ttl, session_id, now, owner, take_from),
+            ).fetchone()
+            if values is None:
+                self._require(conn, session_id)
+                return None
+            return lease_from(session_id, owner, values)
+
+        return self._write(body)
+
+    def renew(self, lease: Lease, ttl: float, now: float) -> Lease | None:
+        check_ttl(ttl)
+
+        def body(conn: sqlite3.Connection) -> Lease | None:
+            values = conn.execute(
+                "UPDATE sessions SET lease_expires_at = ?"
+                " WHERE id = ? AND lease_owner = ? AND lease_token = ?"
+                " RETURNING lease_token, lease_expires_at",
+                (now + ttl, lease.session_id, lease.owner, lease.token),
+            ).fetchone()
+            return None if values is None else lease_from(lease.session_id, lease.owner, values)
+
+        return self._write(body)
+
+    def holder(self, session_id: str) -> Lease | None:
+        def body(conn: sqlite3.Connection) -> Lease | None:
+            row = conn.execute(
+                "SELECT lease_owner, lease_token, lease_expires_at FROM sessions WHERE id = ?",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                raise not_found(session_id)
+            return None if row[0] is None else lease_from(session_id, row[0], row[1:])
+
+        return self._read(body)
+
+    def release(self, lease: Lease) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL"
+                " WHERE id = ? AND lease_owner = ? AND lease_token = ?",
+                (lease.session_id, lease.owner, lease.token),
+            )
+
+        self._write(body)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r})"
+
+
+def _marks(count: int) -> str:
+    return ", ".join("?" * count)

@@ -1,0 +1,283 @@
+"""The store contract (runtime/store/base.py), run against SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from interlock.runtime.store import (
+    JournalEntry,
+    Lease,
+    SessionExists,
+    SessionNotFound,
+    StaleSession,
+    Store,
+    StoreError,
+    open_store,
+)
+
+from store_helpers import commit_worker, created, enqueue_worker, raw_execute, row, step
+
+pytest_plugins = ["store_fixtures"]  # fixtures: store, target, pg_url
+TTL = 30.0
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def started(store: Store, session_id: str = "s1", owner: str = "runner-a") -> Lease:
+    """A created session and its lease, taken at t=100."""
+    store.create(row(session_id), created())
+    lease = store.acquire(session_id, owner, TTL, now=100.0)
+    assert lease is not None
+    return lease
+
+
+def commit(store: Store, lease: Lease, seq: int, *, now: float = 101.0,
+           consumed: list[int] | None = None, snapshot: dict[str, object] | None = None) -> int:
+    """Commit step seq+1 of ``lease``'s session."""
+    return store.commit_step(
+        lease.session_id, expected_seq=seq, lease_token=lease.token,
+        entries=[step(seq + 1)], snapshot=snapshot or {"step": seq + 1}, status="running",
+        consumed=consumed or [], now=now,
+    )
+
+
+# -- sessions ---------------------------------------------------------------------------
+
+
+def test_create_get_list_round_trip(store: Store) -> None:
+    first = row("s1", created_at=5.0, snapshot={"nested": {"ünï": [1, 2.5, None, True]}})
+    second = row("s2", created_at=2.0, status="final")
+    store.create(first, created(5.0))
+    store.create(second, created(2.0))
+    assert store.get("s1") == first
+    assert store.list() == [second, first]  # oldest first
+    assert store.journal("s1") == [] and store.journal("s1", after_seq=-1) == [created(5.0)]
+
+
+def test_create_refuses_a_taken_id_and_changes_nothing(store: Store) -> None:
+    store.create(row("s1"), created())
+    with pytest.raises(SessionExists, match="s1"):
+        store.create(row("s1", spec_name="other"), created(9.0))
+    assert store.get("s1") == row("s1")
+    assert store.journal("s1", after_seq=-1) == [created()]
+
+
+def test_create_wants_the_first_entry_of_the_row_s_step(store: Store) -> None:
+    with pytest.raises(ValueError, match="seq"):
+        store.create(row("s1"), step(1))
+    assert store.list() == []
+
+
+def test_unknown_sessions(store: Store) -> None:
+    with pytest.raises(SessionNotFound, match="nope"):
+        store.get("nope")
+    for call in (
+        lambda: store.journal("nope"),
+        lambda: store.inbox("nope"),
+        lambda: store.enqueue("nope", "start", {}, 1.0),
+        lambda: store.acquire("nope", "runner-a", TTL, 100.0),
+        lambda: store.commit_step("nope", expected_seq=0, lease_token=1, entries=[],
+                                  snapshot={}, status="running", consumed=[], now=100.0),
+    ):
+        with pytest.raises(SessionNotFound):
+            call()
+    lost = Lease("nope", "runner-a", 1, 130.0)
+    assert store.renew(lost, TTL, 100.0) is None
+    store.release(lost)
+    assert store.list() == []
+
+
+# -- commit_step ------------------------------------------------------------------------
+
+
+def test_commit_step_appends_replaces_and_consumes_in_one_go(store: Store) -> None:
+    lease = started(store)
+    taken = store.enqueue("s1", "start", {"by": "cli"}, 50.0)
+    kept = store.enqueue("s1", "chunk", {}, 51.0)
+    entries = [step(1), JournalEntry(1, 11.5, "timer", "dispatch_timeout", {"left": 0.0},
+                                     ("active",), ("timeout",), "fired")]
+    seq = store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=entries,
+                            snapshot={"active": ["timeout"]}, status="final",
+                            consumed=[taken], now=102.0)
+    assert seq == 1
+    stored = store.get("s1")
+    assert (stored.seq, stored.status, stored.snapshot, stored.updated_at) == (
+        1, "final", {"active": ["timeout"]}, 102.0)
+    assert stored.created_at == 1.0
+    assert store.journal("s1") == entries
+    assert store.journal("s1", after_seq=-1) == [created(), *entries]
+    assert [item.id for item in store.inbox("s1")] == [kept]
+
+
+def test_journal_after_seq_reads_only_later_steps(store: Store) -> None:
+    lease = started(store)
+    for seq in range(3):
+        commit(store, lease, seq)
+    assert [entry.seq for entry in store.journal("s1", after_seq=1)] == [2, 3]
+    assert store.journal("s1", after_seq=3) == []
+
+
+def test_a_stale_seq_is_fenced_off_and_writes_nothing(store: Store) -> None:
+    lease = started(store)
+    commit(store, lease, 0)
+    item = store.enqueue("s1", "chunk", {}, 60.0)
+    before = (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1"))
+    with pytest.raises(StaleSession, match="step 1"):
+        commit(store, lease, 0, consumed=[item], snapshot={"lost": True})
+    assert (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1")) == before
+
+
+def test_a_commit_that_fails_half_way_leaves_nothing_behind(store: Store) -> None:
+    lease = started(store)
+    item = store.enqueue("s1", "start", {}, 60.0)
+    before = (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1"))
+    broken = JournalEntry(1, 12.0, kind=None)  # type: ignore[arg-type]  # NOT NULL, 2nd row
+    with pytest.raises(StoreError):
+        store.commit_step("s1", expected_seq=0, lease_token=lease.token,
+                          entries=[step(1), broken], snapshot={"half": True},
+                          status="running", consumed=[item], now=101.0)
+    assert (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1")) == before
+    assert commit(store, lease, 0, consumed=[item]) == 1
+
+
+def test_entries_must_belong_to_the_new_step(store: Store) -> None:
+    lease = started(store)
+    with pytest.raises(ValueError, match="seq"):
+        store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(2)],
+                          snapshot={}, status="running", consumed=[], now=101.0)
+    assert store.get("s1").seq == 0
+
+
+def test_json_that_json_cannot_carry_is_refused_before_writing(store: Store) -> None:
+    lease = started(store)
+    with pytest.raises(ValueError):
+        commit(store, lease, 0, snapshot={"x": float("nan")})
+    assert store.get("s1").seq == 0
+
+
+def test_consumed_ids_of_other_sessions_stay_queued(store: Store) -> None:
+    lease = started(store, "s1")
+    store.create(row("s2"), created())
+    other = store.enqueue("s2", "start", {}, 60.0)
+    commit(store, lease, 0, consumed=[other, 999_999])
+    assert [item.id for item in store.inbox("s2")] == [other]
+
+
+def test_the_journal_is_append_only(store: Store, target: str) -> None:
+    started(store)
+    with pytest.raises(Exception, match="append-only"):
+        raw_execute(target, "UPDATE journal SET kind = 'forged'")
+    assert store.journal("s1", after_seq=-1) == [created()]
+
+
+# -- leases -----------------------------------------------------------------------------
+
+
+def test_one_owner_at_a_time_and_takeover_after_expiry(store: Store) -> None:
+    old = started(store, owner="runner-a")  # live until 130
+    assert old.token == 1 and old.expires_at == 130.0
+    assert store.acquire("s1", "runner-b", TTL, now=129.9) is None
+    commit(store, old, 0, now=129.0)
+
+    new = store.acquire("s1", "runner-b", TTL, now=130.0)
+    assert new == Lease("s1", "runner-b", 2, 160.0)
+    with pytest.raises(StaleSession, match="runner-b"):
+        commit(store, old, 1, now=131.0)
+    assert store.renew(old, TTL, now=131.0) is None
+    store.release(old)  # a no-op: the lease is runner-b's
+    assert store.acquire("s1", "runner-a", TTL, now=131.0) is None
+    assert commit(store, new, 1, now=131.0) == 2
+    assert [entry.seq for entry in store.journal("s1")] == [1, 2]
+
+
+def test_the_same_owner_reacquires_with_a_fresh_token(store: Store) -> None:
+    first = started(store, owner="runner-a")
+    again = store.acquire("s1", "runner-a", TTL, now=110.0)
+    assert again == Lease("s1", "runner-a", first.token + 1, 140.0)
+    with pytest.raises(StaleSession):
+        commit(store, first, 0)
+    assert commit(store, again, 0, now=111.0) == 1
+
+
+def test_an_expired_lease_cannot_commit_until_renewed(store: Store) -> None:
+    lease = started(store)  # expires at 130
+    with pytest.raises(StaleSession, match="expired"):
+        commit(store, lease, 0, now=130.0)
+    renewed = store.renew(lease, TTL, now=135.0)
+    assert renewed == Lease("s1", "runner-a", lease.token, 165.0)
+    assert commit(store, renewed, 0, now=136.0) == 1
+
+
+def test_release_frees_the_session_and_fences_the_old_token(store: Store) -> None:
+    lease = started(store)
+    store.release(lease)
+    with pytest.raises(StaleSession, match="nobody"):
+        commit(store, lease, 0)
+    assert store.renew(lease, TTL, now=101.0) is None
+    nxt = store.acquire("s1", "runner-b", TTL, now=101.0)
+    assert nxt is not None and nxt.token > lease.token
+
+
+def test_lease_ttl_must_be_positive(store: Store) -> None:
+    lease = started(store)
+    with pytest.raises(ValueError):
+        store.acquire("s1", "runner-a", 0, now=100.0)
+    with pytest.raises(ValueError):
+        store.renew(lease, -1, now=100.0)
+
+
+# -- several store objects, several processes ------------------------------------------------
+
+
+def test_reopening_sees_everything_and_keeps_the_schema(store: Store, target: str) -> None:
+    lease = started(store)
+    commit(store, lease, 0)
+    again = open_store(target, Path.cwd())
+    try:
+        assert again.get("s1") == store.get("s1")
+        assert again.acquire("s1", "runner-b", TTL, now=101.0) is None
+    finally:
+        again.close()
+
+
+def test_enqueue_from_concurrent_processes_loses_nothing(store: Store, target: str) -> None:
+    store.create(row("s1"), created())
+    workers, count = 4, 200
+    barrier = SPAWN.Barrier(workers)
+    procs = [SPAWN.Process(target=enqueue_worker, args=(target, "s1", w, count, barrier))
+             for w in range(workers)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=60)
+    assert [proc.exitcode for proc in procs] == [0] * workers
+    items = store.inbox("s1")
+    assert len({item.id for item in items}) == len(items) == workers * count
+    assert [item.id for item in items] == sorted(item.id for item in items)
+    for w in range(workers):  # each writer's items in the order it queued them
+        assert [i.data["n"] for i in items if i.data["worker"] == w] == list(range(count))
+
+
+def test_concurrent_commits_of_one_step_have_one_winner(store: Store, target: str) -> None:
+    lease = started(store)
+    rounds = 15
+    barrier, results = SPAWN.Barrier(2), SPAWN.Queue()
+    procs = [SPAWN.Process(target=commit_worker,
+                           args=(target, "s1", w, lease.token, rounds, barrier, results))
+             for w in range(2)]
+    for proc in procs:
+        proc.start()
+    outcomes = [results.get(timeout=60) for _ in range(2 * rounds)]
+    for proc in procs:
+        proc.join(timeout=30)
+    assert [proc.exitcode for proc in procs] == [0, 0]
+    for seq in range(rounds):
+        got = sorted(outcome for s, _, outcome in outcomes if s == seq)
+        assert got == ["StaleSession", "won"], (seq, got)
+    winners = {s: w for s, w, outcome in outcomes if outcome == "won"}
+    journal = store.journal("s1")
+    assert [entry.seq for entry in journal] == list(range(1, rounds + 1))
+    assert [entry.note for entry in journal] == [f"worker {winners[s]}" for s in range(rounds)]
+    assert store.get("s1").snapshot == {"winner": winners[rounds - 1], "step": rounds}
