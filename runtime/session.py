@@ -102,7 +102,11 @@ class Session:
 
     @property
     def is_final(self) -> bool:
-        return self.instance.is_terminated
+        """A top-level final state is active. Read from the configuration, not the engine:
+        an engine restored into a final state never entered it, so it does not know."""
+        states = self.ir.states
+        return any(states[s].is_final and states[s].parent is None
+                   for s in self.instance.configuration)
 
     @property
     def timers(self) -> tuple[Timer, ...]:

@@ -138,6 +138,9 @@ def test_after_3m_fires_once_at_the_right_moment_across_a_restart() -> None:
         assert third.active == ("boiled",) and third.context["boiled"] == 1
         frozen.tick(600)
         assert third.fire_due() == []
+        fourth = Session.restore(kettle(), clock, roundtrip(third))
+        assert fourth.is_final
+        assert fourth.send("switch_on").kind == "rejected"
 
 
 def test_a_timer_that_fell_due_while_down_fires_once_on_resume() -> None:

@@ -62,16 +62,105 @@ def diagram(
     all_dir: Annotated[Path | None, typer.Option("--all", help="Draw every spec in this folder "
                                                  "into the -o folder (Markdown+Mermaid and SVG)."
                                                  )] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Draw this session's spec "
+                                                "with its active states highlighted.")] = None,
+    store: StoreOpt = None,
 ) -> None:
     """Draw a spec. Mermaid and DOT are text; SVG and PNG need Graphviz's `dot`."""
     if all_dir is not None:
         if spec is not None or out is None:
             raise typer.Exit(fail("use: interlock diagram --all SPEC_DIR -o OUT_DIR", EXIT_USAGE))
         raise typer.Exit(run_diagram_all(all_dir, out))
+    if session is not None:
+        from .diagram import run_diagram_session
+
+        raise typer.Exit(run_diagram_session(session, store, fmt, out))
     if spec is None:
         raise typer.Exit(fail("name a spec to draw, or use --all SPEC_DIR -o OUT_DIR",
                               EXIT_USAGE))
     raise typer.Exit(run_diagram(spec, fmt, out))
+
+
+StoreOpt = Annotated[str | None, typer.Option(
+    "--store", metavar="URL", help="Session store: a .db path, sqlite:///PATH or "
+    "postgresql://... (default: .interlock/state.db here).")]
+BindingsOpt = Annotated[str | None, typer.Option(
+    "--bindings", metavar="MODULE[:ATTR]", help="Python module or file whose BINDINGS "
+    "mapping binds the spec's guards and actions.")]
+UnboundOpt = Annotated[bool, typer.Option(
+    "--allow-unbound", help="Run with unbound actions doing nothing and unbound guards "
+    "false (for exploring a spec by hand).")]
+
+
+@app.command()
+def run(
+    spec: Annotated[str, typer.Argument(help="A spec file or built-in spec name.")],
+    session: Annotated[str | None, typer.Option("--session", help="Session id: start it "
+                                                "with this id, or continue it.")] = None,
+    store: StoreOpt = None,
+    bindings: BindingsOpt = None,
+    context: Annotated[str | None, typer.Option("--context", metavar="JSON",
+                                                help="Initial context values.")] = None,
+    allow_unbound: UnboundOpt = False,
+) -> None:
+    """Start (or continue) a session and run it until a final state or Ctrl-C."""
+    from .sessions import run_session
+
+    raise typer.Exit(run_session(spec, session, store, bindings, context, allow_unbound))
+
+
+@app.command()
+def resume(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    store: StoreOpt = None,
+    bindings: BindingsOpt = None,
+    allow_unbound: UnboundOpt = False,
+) -> None:
+    """Continue a stopped or crashed session where its last step left it."""
+    from .sessions import resume_session
+
+    raise typer.Exit(resume_session(session, store, bindings, allow_unbound))
+
+
+@app.command()
+def send(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    event: Annotated[str, typer.Argument(help="The event name, e.g. start or signal.STEER.")],
+    data: Annotated[str | None, typer.Option("--data", metavar="JSON",
+                                             help="Event data, a JSON object.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Deliver an event: a running session takes it at once, a stopped one on resume."""
+    from .sessions import send_event
+
+    raise typer.Exit(send_event(session, event, data, store))
+
+
+@app.command()
+def status(
+    session: Annotated[str | None, typer.Argument(help="One session (all when omitted).")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Active states, context, armed timers and the last events of sessions."""
+    from .sessions import show_status
+
+    raise typer.Exit(show_status(session, as_json, store))
+
+
+@app.command()
+def log(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new "
+                                         "entries until the session finishes.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """The session's journal: every event, timer and step, in order."""
+    from .sessions import show_log
+
+    raise typer.Exit(show_log(session, follow, as_json, store))
 
 
 @app.command()

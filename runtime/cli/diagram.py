@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
-from interlock.machines import SpecError, build_ir, lint, load
+from interlock.machines import SpecError, build_ir, lint, load, loads
 from interlock.runtime.builtin import resolve_spec
 
 from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnostics
@@ -20,33 +21,58 @@ class Format(StrEnum):
     PNG = "png"
 
 
-def _render(path: Path, fmt: Format) -> bytes:
+def _render(path: Path, fmt: Format, text: str | None = None,
+            active: frozenset[str] = frozenset()) -> bytes:
     from interlock.machines.render import render_dot, render_mermaid
     from interlock.runtime.graphviz import render_with_dot
 
-    ir = build_ir(load(path))
+    ir = build_ir(load(path) if text is None else loads(text, str(path)))
     errors = [d for d in lint(ir) if d.is_error]
     if errors:
         raise SpecError(errors)
     if fmt is Format.MERMAID:
-        return render_mermaid(ir).encode()
-    source = render_dot(ir)
+        return render_mermaid(ir, active).encode()
+    source = render_dot(ir, active)
     if fmt is Format.DOT:
         return source.encode()
     return render_with_dot(source, "svg" if fmt is Format.SVG else "png")
 
 
+def run_diagram_session(session_id: str, store_url: str | None, fmt: Format,
+                        out: Path | None) -> int:
+    """Draw a session's own spec (the text it runs) with its active states filled."""
+    from interlock.runtime.snapshot import Snapshot
+    from interlock.runtime.store import StoreError, open_store
+
+    try:
+        store = open_store(store_url, Path.cwd())
+        try:
+            row = store.get(session_id)
+        finally:
+            store.close()
+    except StoreError as exc:
+        return fail(str(exc))
+    active = frozenset(Snapshot.from_json(row.snapshot).configuration)
+    return _emit(lambda: _render(Path(row.spec_path), fmt, row.spec_text, active), fmt, out)
+
+
 def run_diagram(spec: str, fmt: Format, out: Path | None) -> int:
+    path = resolve_spec(spec)
+    return _emit(lambda: _render(path, fmt), fmt, out, str(path))
+
+
+def _emit(render: Callable[[], bytes], fmt: Format, out: Path | None,
+          name: str = "spec") -> int:
+    """Render, then write to ``out`` or stdout; errors become messages."""
     from interlock.runtime.graphviz import GraphvizError
 
-    path = resolve_spec(spec)
     if fmt is Format.PNG and out is None and sys.stdout.isatty():
         return fail("PNG is binary; write it to a file with -o FILE.png", EXIT_USAGE)
     try:
-        data = _render(path, fmt)
+        data = render()
     except SpecError as exc:
         print_diagnostics(exc.diagnostics)
-        return fail(f"{path}: not drawn, the spec has errors")
+        return fail(f"{name}: not drawn, the spec has errors")
     except GraphvizError as exc:
         return fail(str(exc))
     if out is None:

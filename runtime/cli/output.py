@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterable
 
 from rich.console import Console
+from rich.markup import escape
 
 from interlock.machines.diagnostics import Diagnostic
 
@@ -28,5 +29,5 @@ def print_json(diagnostics: Iterable[Diagnostic]) -> None:
 
 
 def fail(message: str, code: int = EXIT_ERRORS) -> int:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {escape(message)}")
     return code

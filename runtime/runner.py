@@ -1,0 +1,264 @@
+"""Runner: drives one Session from the store, one committed step at a time.
+
+A runner owns its session through a lease (one owner at a time; a dead owner's lease
+expires and the session can be taken over). Every step, whether an inbox event or a due
+timer, is committed in one store transaction: journal entry, snapshot, and the inbox
+item it consumed. A crash before the commit leaves the event in the inbox and the
+previous snapshot in place, so the step is redone once, never applied twice. Actions'
+effects outside the context (files, processes) are at-least-once across a crash.
+
+The session runs the spec text it was created with (kept in the store), so editing the
+spec file does not change a running session behind its back: resuming with a changed
+file is refused unless the caller asks to migrate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from interlock.machines import SpecError, compile, loads
+from interlock.machines.backends.base import CompiledMachine
+from interlock.machines.bindings import Bindings
+
+from .clock import Clock, SystemClock
+from .session import Session, SessionError, Step
+from .snapshot import Snapshot
+from .store.base import JournalEntry, Lease, SessionNotFound, SessionRow, StaleSession, Store
+
+LEASE_TTL = 30.0
+INBOX_POLL = 0.1  # seconds between inbox checks while idle
+
+
+class SessionBusy(SessionError):
+    """Another live runner owns the session."""
+
+
+class SpecChanged(SessionError):
+    """The spec file differs from the one the session was started with."""
+
+
+def spec_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def new_session_id(machine: str) -> str:
+    return f"{machine}-{uuid.uuid4().hex[:8]}"
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """How a runner came to hold its session."""
+
+    created: bool
+    resumed_from_seq: int
+
+
+class Runner:
+    def __init__(self, store: Store, row: SessionRow, session: Session, lease: Lease,
+                 clock: Clock, ttl: float = LEASE_TTL) -> None:
+        self.store = store
+        self.session_id = row.id
+        self.spec_path = row.spec_path
+        self.session = session
+        self.lease = lease
+        self.clock = clock
+        self.ttl = ttl
+        self.seq = row.seq
+
+    # -- opening ----------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        store: Store,
+        spec_text: str | None,
+        spec_path: str,
+        *,
+        session_id: str | None = None,
+        bindings: Bindings | None = None,
+        clock: Clock | None = None,
+        context: Mapping[str, Any] | None = None,
+        owner: str | None = None,
+        ttl: float = LEASE_TTL,
+    ) -> tuple[Runner, Opened]:
+        """Create the session (when new) or resume it, holding its lease.
+
+        ``spec_text`` is the spec file's current text; None resumes with the stored one.
+        """
+        clock = clock or SystemClock()
+        owner = owner or default_owner()
+        existing = _get(store, session_id) if session_id else None
+        if existing is None:
+            if spec_text is None:
+                raise SessionNotFound(f"no session {session_id!r} in {store.url}")
+            return cls._create(store, spec_text, spec_path, session_id, bindings, clock,
+                               context, owner, ttl)
+        if spec_text is not None and spec_digest(spec_text) != existing.spec_hash:
+            raise SpecChanged(
+                f"{spec_path} changed since session {existing.id!r} started; it keeps "
+                "running the spec it started with: resume it without the spec "
+                f"(`interlock resume {existing.id}`), or start a new session"
+            )
+        lease = _acquire(store, existing.id, owner, ttl, clock)
+        compiled = _compile(existing.spec_text, existing.spec_path, bindings)
+        session = Session.restore(compiled, clock, Snapshot.from_json(existing.snapshot))
+        runner = cls(store, existing, session, lease, clock, ttl)
+        runner._commit([], kind="resumed", note=f"owner {owner}")
+        return runner, Opened(False, existing.seq)
+
+    @classmethod
+    def _create(cls, store: Store, spec_text: str, spec_path: str, session_id: str | None,
+                bindings: Bindings | None, clock: Clock, context: Mapping[str, Any] | None,
+                owner: str, ttl: float) -> tuple[Runner, Opened]:
+        compiled = _compile(spec_text, spec_path, bindings)
+        session_id = session_id or new_session_id(compiled.ir.name)
+        session = Session.start(compiled, clock, context)
+        now = clock.now()
+        row = SessionRow(
+            id=session_id, spec_name=compiled.ir.name, spec_path=spec_path,
+            spec_hash=spec_digest(spec_text), spec_text=spec_text,
+            status=_status(session), seq=0, snapshot=session.snapshot().to_json(),
+            created_at=now, updated_at=now,
+        )
+        store.create(row, JournalEntry(0, now, "created", after=session.active,
+                                       note=f"owner {owner}"))
+        lease = _acquire(store, session_id, owner, ttl, clock)
+        return cls(store, row, session, lease, clock, ttl), Opened(True, 0)
+
+    # -- stepping ---------------------------------------------------------------------
+
+    def pump(self) -> list[Step]:
+        """One pass over the inbox, in order; before each event, the timers already due
+        fire (they are older news than the event being taken now)."""
+        self._keep_lease()
+        steps = self._fire_due()
+        for item in self.store.inbox(self.session_id):
+            if self.session.is_final:
+                break
+            step = self.session.send(item.event, item.data)
+            self._commit([step], consumed=[item.id])
+            steps.append(step)
+            steps += self._fire_due()
+        return steps
+
+    def _fire_due(self) -> list[Step]:
+        steps = self.session.fire_due()
+        for step in steps:
+            self._commit([step])
+        return steps
+
+    def send(self, event: str, data: Mapping[str, Any] | None = None) -> Step:
+        """Deliver one event directly (a live runner's own API)."""
+        self._keep_lease()
+        step = self.session.send(event, data)
+        self._commit([step])
+        return step
+
+    async def run(self, stop: asyncio.Event | None = None, poll: float = INBOX_POLL) -> None:
+        """Pump until the session is final or ``stop`` is set."""
+        stop = stop or asyncio.Event()
+        while not stop.is_set():
+            self.pump()
+            if self.session.is_final:
+                break
+            wait = poll
+            deadline = self.session.next_deadline()
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - self.clock.now()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=wait)
+
+    def close(self) -> None:
+        self.store.release(self.lease)
+
+    # -- persistence ------------------------------------------------------------------
+
+    def _commit(self, steps: list[Step], *, consumed: list[int] | None = None,
+                kind: str | None = None, note: str | None = None) -> None:
+        seq = self.seq + 1
+        now = self.clock.now()
+        entries = [JournalEntry(seq, step.at, step.kind, step.event, dict(step.data),
+                                step.before, step.after) for step in steps]
+        if kind is not None:
+            active = self.session.active
+            entries.append(JournalEntry(seq, now, kind, before=active, after=active, note=note))
+        try:
+            self.seq = self.store.commit_step(
+                self.session_id, expected_seq=self.seq, lease_token=self.lease.token,
+                entries=entries, snapshot=self.session.snapshot().to_json(),
+                status=_status(self.session), consumed=consumed or [], now=now,
+            )
+        except StaleSession as exc:
+            raise SessionBusy(f"session {self.session_id!r} was taken over by another "
+                              f"runner; this one stops ({exc})") from None
+
+    def _keep_lease(self) -> None:
+        now = self.clock.now()
+        if self.lease.expires_at - now > self.ttl / 2:
+            return
+        renewed = self.store.renew(self.lease, self.ttl, now)
+        if renewed is None:
+            raise SessionBusy(f"lost the lease on session {self.session_id!r}")
+        self.lease = renewed
+
+
+def _get(store: Store, session_id: str) -> SessionRow | None:
+    try:
+        return store.get(session_id)
+    except SessionNotFound:
+        return None
+
+
+def owner_is_dead(owner: str) -> bool:
+    """Whether a lease owner (``host:pid:tag``) is a process of this host that is gone."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _acquire(store: Store, session_id: str, owner: str, ttl: float, clock: Clock) -> Lease:
+    lease = store.acquire(session_id, owner, ttl, clock.now())
+    if lease is None:
+        # A runner killed on this host cannot renew; waiting out its lease would stall a
+        # crash recovery for nothing. Take over from it (still fenced by the token).
+        current = store.holder(session_id)
+        if current is not None and owner_is_dead(current.owner):
+            lease = store.acquire(session_id, owner, ttl, clock.now(), take_from=current.owner)
+    if lease is None:
+        raise SessionBusy(f"session {session_id!r} is being run by another runner; a "
+                          "session has one runner at a time (its lease expires "
+                          f"{ttl:g}s after that runner stops renewing it)")
+    return lease
+
+
+def _compile(spec_text: str, spec_path: str, bindings: Bindings | None) -> CompiledMachine:
+    try:
+        return compile(loads(spec_text, spec_path), bindings=bindings)
+    except SpecError:
+        raise
+    except ValueError as exc:
+        raise SessionError(str(exc)) from None
+
+
+def _status(session: Session) -> str:
+    return "final" if session.is_final else "running"
