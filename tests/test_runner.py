@@ -1,0 +1,125 @@
+"""Runner: one owner per session, resume from the store, journaled steps, bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from interlock.machines import Call
+from interlock.runtime.clock import ManualClock
+from interlock.runtime.runner import Runner, SessionBusy, SpecChanged, owner_is_dead
+from interlock.runtime.store import SessionNotFound
+from interlock.runtime.store.sqlite import SqliteStore
+
+DOOR = """
+machine: door
+initial: closed
+context:
+  opened: {type: int, default: 0}
+states:
+  closed:
+    on: {open: {target: opened, actions: [count]}}
+  opened:
+    after: {30s: closed}
+    on: {close: closed, lock: locked}
+  locked: {type: final}
+"""
+
+
+def count(call: Call) -> None:
+    call.context["opened"] += 1
+
+
+BINDINGS = {"count": count}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    s = SqliteStore(tmp_path / "state.db")
+    yield s  # type: ignore[misc]
+    s.close()
+
+
+def open_door(store: SqliteStore, clock: ManualClock, **kwargs: object) -> Runner:
+    runner, _ = Runner.open(store, DOOR, "door.yaml", session_id="d1", bindings=BINDINGS,
+                            clock=clock, owner=str(kwargs.pop("owner", "me:1:a")),
+                            **kwargs)  # type: ignore[arg-type]
+    return runner
+
+
+def test_steps_are_journaled_and_the_inbox_is_consumed(store: SqliteStore) -> None:
+    clock = ManualClock()
+    runner = open_door(store, clock)
+    store.enqueue("d1", "open", {}, clock.now())
+    store.enqueue("d1", "knock", {"who": "x"}, clock.now())  # not accepted in `opened`
+    steps = runner.pump()
+    assert [(s.kind, s.event) for s in steps] == [("event", "open"), ("rejected", "knock")]
+    assert store.inbox("d1") == []
+    kinds = [(e.kind, e.event) for e in store.journal("d1", after_seq=-1)]
+    assert kinds == [("created", None), ("event", "open"), ("rejected", "knock")]
+    clock.advance(30)
+    assert [s.event for s in runner.pump()] == ["after.opened.0"]
+    assert store.get("d1").snapshot["configuration"] == ["closed"]
+
+
+def test_a_second_runner_is_refused_while_the_first_holds_the_lease(store: SqliteStore) -> None:
+    clock = ManualClock()
+    first = open_door(store, clock)
+    with pytest.raises(SessionBusy, match="one runner at a time"):
+        open_door(store, clock, owner="other:2:b")
+    first.close()
+    second = open_door(store, clock, owner="other:2:b")
+    assert second.session.active == ("closed",)
+
+
+def test_an_expired_lease_is_taken_over_and_the_old_runner_is_fenced(store: SqliteStore) -> None:
+    clock = ManualClock()
+    first = open_door(store, clock)
+    clock.advance(31)  # first stopped renewing: its 30 s lease has expired
+    second = open_door(store, clock, owner="other:2:b")
+    second.send("open")
+    with pytest.raises(SessionBusy):
+        first.send("open")
+    assert store.get("d1").snapshot["context"]["opened"] == 1
+
+
+def test_a_dead_local_owner_is_taken_over_at_once(store: SqliteStore) -> None:
+    clock = ManualClock()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    import socket
+
+    owner = f"{socket.gethostname()}:{dead}:zz"
+    assert owner_is_dead(owner)
+    open_door(store, clock, owner=owner)  # never closed: as if SIGKILLed
+    taken = open_door(store, clock, owner="me:1:a")
+    assert taken.lease.token >= 2
+
+
+def test_resume_restores_state_without_rerunning_entry(store: SqliteStore) -> None:
+    clock = ManualClock()
+    runner = open_door(store, clock)
+    runner.send("open")
+    runner.close()
+    again, opened = Runner.open(store, None, "door.yaml", session_id="d1", bindings=BINDINGS,
+                                clock=clock)
+    assert not opened.created and opened.resumed_from_seq == 1
+    assert again.session.active == ("opened",)
+    assert again.session.context["opened"] == 1
+    assert [t.event for t in again.session.timers] == ["after.opened.0"]
+
+
+def test_a_changed_spec_is_refused(store: SqliteStore) -> None:
+    clock = ManualClock()
+    open_door(store, clock).close()
+    with pytest.raises(SpecChanged, match="changed since session 'd1' started"):
+        Runner.open(store, DOOR.replace("30s", "45s"), "door.yaml", session_id="d1",
+                    bindings=BINDINGS, clock=clock)
+
+
+def test_resuming_an_unknown_session_is_a_clear_error(store: SqliteStore) -> None:
+    with pytest.raises(SessionNotFound, match="no session 'nope'"):
+        Runner.open(store, None, "x.yaml", session_id="nope")
