@@ -20,7 +20,7 @@ import hashlib
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,11 +166,14 @@ class Runner:
         self._commit([step])
         return step
 
-    async def run(self, stop: asyncio.Event | None = None, poll: float = INBOX_POLL) -> None:
-        """Pump until the session is final or ``stop`` is set."""
+    async def run(self, stop: asyncio.Event | None = None, poll: float = INBOX_POLL,
+                  on_step: Callable[[Step], None] | None = None) -> None:
+        """Pump until the session is final or ``stop`` is set; ``on_step`` sees each step."""
         stop = stop or asyncio.Event()
         while not stop.is_set():
-            self.pump()
+            for step in self.pump():
+                if on_step is not None:
+                    on_step(step)
             if self.session.is_final:
                 break
             wait = poll

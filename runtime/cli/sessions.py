@@ -21,7 +21,7 @@ from interlock.machines.bindings import Bindings, Call
 from interlock.runtime.bindings_loader import BindingsError, load_bindings
 from interlock.runtime.builtin import resolve_spec
 from interlock.runtime.runner import Runner, SessionBusy, SpecChanged
-from interlock.runtime.session import SessionError
+from interlock.runtime.session import SessionError, Step
 from interlock.runtime.snapshot import Snapshot, SnapshotError
 from interlock.runtime.store import SessionNotFound, Store, StoreError, open_store
 
@@ -110,7 +110,7 @@ def _drive(runner: Runner) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     try:
-        loop.run_until_complete(runner.run(stop))
+        loop.run_until_complete(runner.run(stop, on_step=_print_step))
     finally:
         runner.close()
         loop.close()
@@ -121,6 +121,16 @@ def _drive(runner: Runner) -> int:
         return EXIT_INTERRUPTED
     out.print(f"session {runner.session_id} finished in \\[{active}]")
     return EXIT_OK
+
+
+def _print_step(step: Step) -> None:
+    if not step.accepted:
+        err.print(f"[yellow]rejected[/] {escape(step.event)}: no active state "
+                  f"({escape(', '.join(step.before))}) accepts it; journaled, nothing changed")
+        return
+    moved = (f"  \\[{escape(', '.join(step.before))}] -> \\[{escape(', '.join(step.after))}]"
+             if step.before != step.after else "")
+    out.print(f"{step.kind:<6} {escape(step.event)}{moved}")
 
 
 def run_session(spec: str, session_id: str | None, store_url: str | None,
