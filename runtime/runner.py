@@ -31,7 +31,15 @@ from interlock.machines.bindings import Bindings
 from .clock import Clock, SystemClock
 from .session import Session, SessionError, Step
 from .snapshot import Snapshot
-from .store.base import JournalEntry, Lease, SessionNotFound, SessionRow, StaleSession, Store
+from .store.base import (
+    JournalEntry,
+    Lease,
+    SessionNotFound,
+    SessionRow,
+    SpecSource,
+    StaleSession,
+    Store,
+)
 
 LEASE_TTL = 30.0
 INBOX_POLL = 0.1  # seconds between inbox checks while idle
@@ -92,10 +100,14 @@ class Runner:
         context: Mapping[str, Any] | None = None,
         owner: str | None = None,
         ttl: float = LEASE_TTL,
+        migrate: bool = False,
     ) -> tuple[Runner, Opened]:
         """Create the session (when new) or resume it, holding its lease.
 
         ``spec_text`` is the spec file's current text; None resumes with the stored one.
+        A changed spec is refused unless ``migrate``: then the session's saved state is
+        restored into the new spec (every active and remembered state must still exist)
+        and the switch is journaled as a ``migrated`` step.
         """
         clock = clock or SystemClock()
         owner = owner or default_owner()
@@ -105,16 +117,29 @@ class Runner:
                 raise SessionNotFound(f"no session {session_id!r} in {store.url}")
             return cls._create(store, spec_text, spec_path, session_id, bindings, clock,
                                context, owner, ttl)
-        if spec_text is not None and spec_digest(spec_text) != existing.spec_hash:
+        changed = spec_text is not None and spec_digest(spec_text) != existing.spec_hash
+        if changed and not migrate:
             raise SpecChanged(
                 f"{spec_path} changed since session {existing.id!r} started; it keeps "
                 "running the spec it started with: resume it without the spec "
-                f"(`interlock resume {existing.id}`), or start a new session"
+                f"(`interlock resume {existing.id}`), move it to the new spec with "
+                "--migrate, or start a new session"
             )
         lease = _acquire(store, existing.id, owner, ttl, clock)
-        compiled = _compile(existing.spec_text, existing.spec_path, bindings)
-        session = Session.restore(compiled, clock, Snapshot.from_json(existing.snapshot))
+        source = (SpecSource(spec_path, spec_text, spec_digest(spec_text))
+                  if changed and spec_text is not None else None)
+        text, path = (source.text, source.path) if source else (existing.spec_text,
+                                                                existing.spec_path)
+        compiled = _compile(text, path, bindings)
+        try:
+            session = Session.restore(compiled, clock, Snapshot.from_json(existing.snapshot))
+        except SessionError as exc:
+            store.release(lease)
+            raise SessionError(f"cannot migrate session {existing.id!r}: {exc}") from None
         runner = cls(store, existing, session, lease, clock, ttl)
+        if source is not None:
+            runner._commit([], kind="migrated", spec=source,
+                           note=f"spec {existing.spec_hash[:12]} -> {source.digest[:12]}")
         runner._commit([], kind="resumed", note=f"owner {owner}")
         return runner, Opened(False, existing.seq)
 
@@ -189,7 +214,8 @@ class Runner:
     # -- persistence ------------------------------------------------------------------
 
     def _commit(self, steps: list[Step], *, consumed: list[int] | None = None,
-                kind: str | None = None, note: str | None = None) -> None:
+                kind: str | None = None, note: str | None = None,
+                spec: SpecSource | None = None) -> None:
         seq = self.seq + 1
         now = self.clock.now()
         entries = [JournalEntry(seq, step.at, step.kind, step.event, dict(step.data),
@@ -201,7 +227,7 @@ class Runner:
             self.seq = self.store.commit_step(
                 self.session_id, expected_seq=self.seq, lease_token=self.lease.token,
                 entries=entries, snapshot=self.session.snapshot().to_json(),
-                status=_status(self.session), consumed=consumed or [], now=now,
+                status=_status(self.session), consumed=consumed or [], now=now, spec=spec,
             )
         except StaleSession as exc:
             raise SessionBusy(f"session {self.session_id!r} was taken over by another "

@@ -11,6 +11,7 @@ import pytest
 from interlock.machines import Call
 from interlock.runtime.clock import ManualClock
 from interlock.runtime.runner import Runner, SessionBusy, SpecChanged, owner_is_dead
+from interlock.runtime.session import SessionError
 from interlock.runtime.store import SessionNotFound
 from interlock.runtime.store.sqlite import SqliteStore
 
@@ -118,6 +119,33 @@ def test_a_changed_spec_is_refused(store: SqliteStore) -> None:
     with pytest.raises(SpecChanged, match="changed since session 'd1' started"):
         Runner.open(store, DOOR.replace("30s", "45s"), "door.yaml", session_id="d1",
                     bindings=BINDINGS, clock=clock)
+
+
+def test_migrate_moves_a_session_to_the_edited_spec(store: SqliteStore) -> None:
+    clock = ManualClock()
+    runner = open_door(store, clock)
+    runner.send("open")
+    runner.close()
+    edited = DOOR.replace("lock: locked", "lock: locked, jam: closed")
+    migrated, _ = Runner.open(store, edited, "door.yaml", session_id="d1", bindings=BINDINGS,
+                              clock=clock, migrate=True)
+    assert migrated.session.active == ("opened",)
+    assert migrated.send("jam").after == ("closed",)
+    assert store.get("d1").spec_text == edited
+    assert "migrated" in [e.kind for e in store.journal("d1")]
+
+
+def test_migrate_refuses_a_spec_without_the_active_state(store: SqliteStore) -> None:
+    clock = ManualClock()
+    runner = open_door(store, clock)
+    runner.send("open")
+    runner.close()
+    renamed = DOOR.replace("opened", "ajar")
+    with pytest.raises(SessionError, match=r"cannot migrate session 'd1'.*opened"):
+        Runner.open(store, renamed, "door.yaml", session_id="d1", bindings=BINDINGS,
+                    clock=clock, migrate=True)
+    assert store.get("d1").spec_text == DOOR
+    assert store.holder("d1") is None  # the refused migration gave its lease back
 
 
 def test_resuming_an_unknown_session_is_a_clear_error(store: SqliteStore) -> None:

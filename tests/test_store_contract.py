@@ -111,6 +111,23 @@ def test_commit_step_appends_replaces_and_consumes_in_one_go(store: Store) -> No
     assert [item.id for item in store.inbox("s1")] == [kept]
 
 
+def test_commit_step_can_switch_the_spec_with_the_step(store: Store) -> None:
+    from interlock.runtime.store.base import SpecSource
+
+    lease = started(store)
+    new = SpecSource("specs/v2.yaml", "machine: v2\n", "d" * 64)
+    store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(1)],
+                      snapshot={}, status="running", consumed=[], now=5.0, spec=new)
+    stored = store.get("s1")
+    assert (stored.spec_path, stored.spec_text, stored.spec_hash) == (new.path, new.text,
+                                                                      new.digest)
+    with pytest.raises(StaleSession):  # a fenced commit switches nothing
+        store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(1)],
+                          snapshot={}, status="running", consumed=[], now=6.0,
+                          spec=SpecSource("x", "y", "z"))
+    assert store.get("s1").spec_path == new.path
+
+
 def test_journal_after_seq_reads_only_later_steps(store: Store) -> None:
     lease = started(store)
     for seq in range(3):

@@ -102,11 +102,14 @@ def run(
     context: Annotated[str | None, typer.Option("--context", metavar="JSON",
                                                 help="Initial context values.")] = None,
     allow_unbound: UnboundOpt = False,
+    migrate: Annotated[bool, typer.Option("--migrate", help="Continue a session whose spec "
+                                          "file changed, on the new spec.")] = False,
 ) -> None:
     """Start (or continue) a session and run it until a final state or Ctrl-C."""
     from .sessions import run_session
 
-    raise typer.Exit(run_session(spec, session, store, bindings, context, allow_unbound))
+    raise typer.Exit(run_session(spec, session, store, bindings, context, allow_unbound,
+                                 migrate))
 
 
 @app.command()

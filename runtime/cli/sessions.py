@@ -135,7 +135,7 @@ def _print_step(step: Step) -> None:
 
 def run_session(spec: str, session_id: str | None, store_url: str | None,
                 bindings_ref: str | None, context_json: str | None,
-                allow_unbound: bool) -> int:
+                allow_unbound: bool, migrate: bool = False) -> int:
     def body() -> int:
         context = parse_json_object(context_json, "--context")
         path = resolve_spec(spec)
@@ -146,7 +146,7 @@ def run_session(spec: str, session_id: str | None, store_url: str | None,
         bindings = _bindings(text, str(path), bindings_ref, allow_unbound)
         with _store(store_url) as store:
             runner, opened = Runner.open(store, text, str(path), session_id=session_id,
-                                         bindings=bindings, context=context)
+                                         bindings=bindings, context=context, migrate=migrate)
             verb = "started" if opened.created else "resumed"
             active = escape(", ".join(runner.session.active))
             err.print(f"session {runner.session_id} {verb} \\[{active}] (store: {store.url})")

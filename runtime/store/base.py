@@ -55,6 +55,15 @@ class SessionRow:
 
 
 @dataclass(frozen=True, slots=True)
+class SpecSource:
+    """The spec a session runs: where it was read from, its text, and its digest."""
+
+    path: str
+    text: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
 class JournalEntry:
     """One line of a session's append-only journal."""
 
@@ -117,8 +126,10 @@ class Store(Protocol):
         status: str,
         consumed: builtins.list[int],
         now: float,
+        spec: SpecSource | None = None,
     ) -> int:
-        """Atomically append ``entries``, replace the snapshot and status, delete the
+        """Atomically append ``entries``, replace the snapshot and status (and the spec,
+        when ``spec`` is given: a migration), delete the
         ``consumed`` inbox items (ids not queued for this session are ignored), and set
         seq to ``expected_seq + 1`` (returned) and updated_at to ``now``.
         StaleSession if the stored seq is not ``expected_seq`` or ``lease_token`` is not

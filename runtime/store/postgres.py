@@ -42,6 +42,7 @@ from interlock.runtime.store.base import (
     Lease,
     SessionExists,
     SessionRow,
+    SpecSource,
     StoreError,
     StoreUnavailable,
     redact_url,
@@ -321,6 +322,7 @@ class PostgresStore:
         status: str,
         consumed: builtins.list[int],
         now: float,
+        spec: SpecSource | None = None,
     ) -> int:
         seq = expected_seq + 1
         check_entries(entries, seq)
@@ -345,6 +347,10 @@ class PostgresStore:
                 " updated_at = %s WHERE id = %s",
                 (seq, snapshot_text, status, now, session_id),
             )
+            if spec is not None:
+                conn.execute("UPDATE sessions SET spec_path = %s, spec_text = %s,"
+                             " spec_hash = %s WHERE id = %s",
+                             (spec.path, spec.text, spec.digest, session_id))
             return seq
 
         def resolve(conn: Conn) -> int | None:

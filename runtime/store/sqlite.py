@@ -40,6 +40,7 @@ from interlock.runtime.store.base import (
     Lease,
     SessionExists,
     SessionRow,
+    SpecSource,
     StoreError,
     StoreUnavailable,
 )
@@ -274,6 +275,7 @@ class SqliteStore:
         status: str,
         consumed: builtins.list[int],
         now: float,
+        spec: SpecSource | None = None,
     ) -> int:
         seq = expected_seq + 1
         check_entries(entries, seq)
@@ -295,6 +297,9 @@ class SqliteStore:
                 "UPDATE sessions SET seq = ?, snapshot = ?, status = ?, updated_at = ?"
                 " WHERE id = ?", (seq, snapshot_text, status, now, session_id),
             )
+            if spec is not None:
+                conn.execute("UPDATE sessions SET spec_path = ?, spec_text = ?, spec_hash = ?"
+                             " WHERE id = ?", (spec.path, spec.text, spec.digest, session_id))
             return seq
 
         return self._write(body)
