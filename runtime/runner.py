@@ -28,6 +28,7 @@ from interlock.machines import SpecError, compile, loads
 from interlock.machines.backends.base import CompiledMachine
 from interlock.machines.bindings import Bindings
 
+from .async_bindings import LoopRef, bridge
 from .clock import Clock, SystemClock
 from .session import Session, SessionError, Step
 from .snapshot import Snapshot
@@ -75,8 +76,9 @@ class Opened:
 
 class Runner:
     def __init__(self, store: Store, row: SessionRow, session: Session, lease: Lease,
-                 clock: Clock, ttl: float = LEASE_TTL) -> None:
+                 clock: Clock, ttl: float = LEASE_TTL, loop_ref: LoopRef | None = None) -> None:
         self.store = store
+        self.loop_ref = loop_ref or LoopRef()
         self.session_id = row.id
         self.spec_path = row.spec_path
         self.session = session
@@ -111,12 +113,14 @@ class Runner:
         """
         clock = clock or SystemClock()
         owner = owner or default_owner()
+        ref = LoopRef()
+        bindings = bridge(bindings, ref) if bindings is not None else None
         existing = _get(store, session_id) if session_id else None
         if existing is None:
             if spec_text is None:
                 raise SessionNotFound(f"no session {session_id!r} in {store.url}")
             return cls._create(store, spec_text, spec_path, session_id, bindings, clock,
-                               context, owner, ttl)
+                               context, owner, ttl, ref)
         changed = spec_text is not None and spec_digest(spec_text) != existing.spec_hash
         if changed and not migrate:
             raise SpecChanged(
@@ -136,7 +140,7 @@ class Runner:
         except SessionError as exc:
             store.release(lease)
             raise SessionError(f"cannot migrate session {existing.id!r}: {exc}") from None
-        runner = cls(store, existing, session, lease, clock, ttl)
+        runner = cls(store, existing, session, lease, clock, ttl, ref)
         if source is not None:
             runner._commit([], kind="migrated", spec=source,
                            note=f"spec {existing.spec_hash[:12]} -> {source.digest[:12]}")
@@ -146,7 +150,7 @@ class Runner:
     @classmethod
     def _create(cls, store: Store, spec_text: str, spec_path: str, session_id: str | None,
                 bindings: Bindings | None, clock: Clock, context: Mapping[str, Any] | None,
-                owner: str, ttl: float) -> tuple[Runner, Opened]:
+                owner: str, ttl: float, ref: LoopRef) -> tuple[Runner, Opened]:
         compiled = _compile(spec_text, spec_path, bindings)
         session_id = session_id or new_session_id(compiled.ir.name)
         session = Session.start(compiled, clock, context)
@@ -160,7 +164,7 @@ class Runner:
         store.create(row, JournalEntry(0, now, "created", after=session.active,
                                        note=f"owner {owner}"))
         lease = _acquire(store, session_id, owner, ttl, clock)
-        return cls(store, row, session, lease, clock, ttl), Opened(True, 0)
+        return cls(store, row, session, lease, clock, ttl, ref), Opened(True, 0)
 
     # -- stepping ---------------------------------------------------------------------
 
@@ -193,10 +197,33 @@ class Runner:
 
     async def run(self, stop: asyncio.Event | None = None, poll: float = INBOX_POLL,
                   on_step: Callable[[Step], None] | None = None) -> None:
-        """Pump until the session is final or ``stop`` is set; ``on_step`` sees each step."""
+        """Pump until the session is final or ``stop`` is set; ``on_step`` sees each step.
+
+        Steps run in a worker thread, so that while an action works (a sub-agent for
+        minutes), this loop keeps the lease renewed, hears ``stop`` and serves async
+        bindings. A stop lets the step under way finish and commit first.
+        """
         stop = stop or asyncio.Event()
+        self.loop_ref.attach(asyncio.get_running_loop())
+        renewer = asyncio.create_task(self._renew_until_cancelled())
+        try:
+            await self._loop(stop, poll, on_step, renewer)
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, SessionBusy):
+                await renewer
+
+    async def _renew_until_cancelled(self) -> None:
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            await asyncio.to_thread(self._keep_lease)
+
+    async def _loop(self, stop: asyncio.Event, poll: float,
+                    on_step: Callable[[Step], None] | None, renewer: asyncio.Task[None]) -> None:
         while not stop.is_set():
-            for step in self.pump():
+            if renewer.done():
+                renewer.result()  # the lease was lost: raise SessionBusy
+            for step in await asyncio.to_thread(self.pump):
                 if on_step is not None:
                     on_step(step)
             if self.session.is_final:

@@ -151,3 +151,86 @@ def test_migrate_refuses_a_spec_without_the_active_state(store: SqliteStore) -> 
 def test_resuming_an_unknown_session_is_a_clear_error(store: SqliteStore) -> None:
     with pytest.raises(SessionNotFound, match="no session 'nope'"):
         Runner.open(store, None, "x.yaml", session_id="nope")
+
+
+ASYNC_DOOR = DOOR.replace("open: {target: opened, actions: [count]}",
+                          "open: {target: opened, guard: may_open, actions: [count]}")
+
+
+def test_async_guards_and_actions_are_awaited_on_the_runner_loop(store: SqliteStore) -> None:
+    import asyncio
+    import threading
+
+    seen: dict[str, object] = {}
+
+    async def may_open(call: Call) -> bool:
+        await asyncio.sleep(0)
+        seen["guard_loop"] = asyncio.get_running_loop()
+        return True
+
+    async def count_async(call: Call) -> None:
+        await asyncio.sleep(0)
+        seen["action_thread"] = threading.get_ident()
+        call.context["opened"] += 1
+
+    clock = ManualClock()
+    runner, _ = Runner.open(store, ASYNC_DOOR, "door.yaml", session_id="a1", clock=clock,
+                            bindings={"may_open": may_open, "count": count_async})
+    store.enqueue("a1", "open", {}, clock.now())
+    store.enqueue("a1", "lock", {}, clock.now())
+
+    async def main() -> None:
+        seen["runner_loop"] = asyncio.get_running_loop()
+        await runner.run()
+
+    asyncio.run(main())
+    assert runner.session.is_final and runner.session.context["opened"] == 1
+    assert seen["guard_loop"] is seen["runner_loop"]
+    assert seen["action_thread"] == threading.get_ident()  # the loop's thread, not a worker
+
+
+def test_async_bindings_also_work_without_a_running_loop(store: SqliteStore) -> None:
+    async def may_open(call: Call) -> bool:
+        return True
+
+    runner, _ = Runner.open(store, ASYNC_DOOR, "door.yaml", session_id="a2",
+                            clock=ManualClock(), bindings={"may_open": may_open, "count": count})
+    assert runner.send("open").after == ("opened",)
+
+
+def test_the_lease_is_renewed_while_a_long_action_runs(store: SqliteStore) -> None:
+    import asyncio
+    import threading
+
+    started, go = threading.Event(), threading.Event()
+
+    def slow_count(call: Call) -> None:  # an action that works for "minutes"
+        started.set()
+        assert go.wait(10)
+        call.context["opened"] += 1
+
+    clock = ManualClock()
+    runner, _ = Runner.open(store, DOOR, "door.yaml", session_id="l1", clock=clock, ttl=0.03,
+                            bindings={"count": slow_count}, owner="me:1:a")
+    first_expiry = runner.lease.expires_at
+    store.enqueue("l1", "open", {}, clock.now())
+
+    async def main() -> None:
+        task = asyncio.create_task(runner.run())
+        await asyncio.to_thread(started.wait, 10)
+        clock.advance(0.025)  # most of the 30 ms lease is gone, the action still runs
+        for _ in range(500):  # the renewer wakes every ttl/3 of real time
+            holder = store.holder("l1")
+            if holder is not None and holder.expires_at > first_expiry:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the lease was not renewed during the action")
+        clock.advance(0.02)  # past the first expiry: only the renewal keeps it
+        assert store.acquire("l1", "other:2:b", 0.03, clock.now()) is None
+        go.set()
+        store.enqueue("l1", "lock", {}, clock.now())
+        await task
+
+    asyncio.run(main())
+    assert runner.session.is_final and runner.session.context["opened"] == 1
