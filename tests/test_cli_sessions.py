@@ -94,3 +94,22 @@ def test_bad_input_gets_messages_and_exit_codes(cli: Cli, tmp_path: Path) -> Non
     assert no_bindings.returncode == 2 and "bindings module not found" in no_bindings.stderr
     for result in (missing, bad_data, not_object, bad_store, no_bindings):
         assert "Traceback" not in result.stderr
+
+
+def test_log_follow_prints_steps_as_they_happen_and_ends_with_the_session(
+        cli: Cli, tmp_path: Path) -> None:
+    runner = _start(tmp_path)
+    _wait_for(cli, tmp_path, lambda v: v["active"] == ["idle"])
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "interlock.runtime.cli", "log", "s1", "--follow"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    for event in ("go", "finish"):
+        assert cli("send", "s1", event, cwd=tmp_path).returncode == 0
+    runner.communicate(timeout=30)
+    out, err = follower.communicate(timeout=30)
+    assert follower.returncode == 0, err
+    lines = out.splitlines()
+    assert "created" in lines[0]
+    assert any(" event     go" in line for line in lines)
+    assert lines[-1].endswith("[working, lap] -> [done]")
