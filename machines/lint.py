@@ -35,6 +35,7 @@ from typing import Any
 
 from .diagnostics import Diagnostic, Mark, error, sort_diagnostics, warning
 from .durations import parse_duration
+from .events import reserved_reason
 from .ir import (
     ContextFieldIR,
     MachineIR,
@@ -49,13 +50,6 @@ from .spec import Spec
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EVENT = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*(?:\.\*)?")
 _DELAY_TYPES = ("int", "float", "duration")
-_RESERVED_EVENTS: dict[str, str] = {
-    "after": "timer events are named after.<state>.<n>; write delays under `after:` and "
-             "rename the event",
-    "done": "done.* names completion events such as done.state.<id>; rename the event",
-    "error": "error.* names errors the engine raises, such as error.execution; rename the "
-             "event",
-}
 _TRANSITION_FIELDS: dict[TransitionKind, str] = {
     TransitionKind.EVENT: "on",
     TransitionKind.AFTER: "after",
@@ -838,10 +832,10 @@ def _check_reserved_events(ir: MachineIR, tree: _Tree) -> Iterator[Diagnostic]:
     for state in ir.declared:
         for t in _first_per_event(state, TransitionKind.EVENT):
             event = t.event or ""
-            head, dot, _ = event.partition(".")
-            if head in _RESERVED_EVENTS and (dot or head == "after"):
+            reason = reserved_reason(event)
+            if reason is not None:
                 yield error("M213", f"event name {event!r} in state {state.id!r} is reserved",
-                            t.mark_of("event"), _RESERVED_EVENTS[head])
+                            t.mark_of("event"), reason)
 
 
 # -- M215: context defaults ------------------------------------------------------------

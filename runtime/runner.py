@@ -246,7 +246,7 @@ class Runner:
         seq = self.seq + 1
         now = self.clock.now()
         entries = [JournalEntry(seq, step.at, step.kind, step.event, dict(step.data),
-                                step.before, step.after) for step in steps]
+                                step.before, step.after, step.note) for step in steps]
         if kind is not None:
             active = self.session.active
             entries.append(JournalEntry(seq, now, kind, before=active, after=active, note=note))

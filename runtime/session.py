@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from interlock.machines.backends.base import CompiledMachine, DurableInstance, MachineState
 from interlock.machines.durations import parse_duration
-from interlock.machines.events import descriptor_matches
+from interlock.machines.events import descriptor_matches, reserved_reason
 from interlock.machines.ir import TransitionIR, TransitionKind
 
 from .clock import Clock
@@ -43,6 +43,7 @@ class Step:
     at: float
     armed: tuple[Timer, ...] = field(default=())
     cancelled: tuple[str, ...] = field(default=())
+    note: str | None = None
 
     @property
     def accepted(self) -> bool:
@@ -144,8 +145,16 @@ class Session:
         payload = dict(data or {})
         before = self.active
         now = self.clock.now()
-        if self.is_final or not self.accepts(event):
-            return Step("rejected", event, payload, before, before, now)
+        reason = reserved_reason(event)
+        if reason is not None:
+            return Step("rejected", event, payload, before, before, now,
+                        note=f"{event!r} is reserved: {reason}")
+        if self.is_final:
+            return Step("rejected", event, payload, before, before, now,
+                        note="the session has finished")
+        if not self.accepts(event):
+            return Step("rejected", event, payload, before, before, now,
+                        note="no active state accepts it")
         self.instance.send(event, **payload)
         armed, cancelled = self._apply_timer_changes()
         return Step("event", event, payload, before, self.active, now, armed, cancelled)

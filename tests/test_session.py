@@ -105,6 +105,15 @@ def test_unaccepted_event_is_rejected_and_changes_nothing() -> None:
     assert step.before == step.after == ("idle",)
 
 
+def test_reserved_timer_events_cannot_be_sent_from_outside() -> None:
+    clock = ManualClock()
+    session = Session.start(kettle(), clock)
+    session.send("switch_on")
+    step = session.send("after.heating.0")  # would boil at once
+    assert step.kind == "rejected" and "reserved" in (step.note or "")
+    assert session.active == ("heating",) and session.context["boiled"] == 0
+
+
 def test_restore_does_not_rerun_entry_actions_and_keeps_timers() -> None:
     calls: Counter[str] = Counter()
     clock = ManualClock()

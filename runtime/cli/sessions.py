@@ -18,6 +18,7 @@ from rich.table import Table
 
 from interlock.machines import SpecError, build_ir, loads
 from interlock.machines.bindings import Bindings, Call
+from interlock.machines.events import reserved_reason
 from interlock.runtime.bindings_loader import BindingsError, load_bindings
 from interlock.runtime.builtin import resolve_spec
 from interlock.runtime.runner import Runner, SessionBusy, SpecChanged
@@ -125,8 +126,8 @@ def _drive(runner: Runner) -> int:
 
 def _print_step(step: Step) -> None:
     if not step.accepted:
-        err.print(f"[yellow]rejected[/] {escape(step.event)}: no active state "
-                  f"({escape(', '.join(step.before))}) accepts it; journaled, nothing changed")
+        err.print(f"[yellow]rejected[/] {escape(step.event)}: {escape(step.note or '')} "
+                  f"(active: {escape(', '.join(step.before))}); journaled, nothing changed")
         return
     moved = (f"  \\[{escape(', '.join(step.before))}] -> \\[{escape(', '.join(step.after))}]"
              if step.before != step.after else "")
@@ -174,6 +175,9 @@ def send_event(session_id: str, event: str, data_json: str | None,
                store_url: str | None) -> int:
     def body() -> int:
         data = parse_json_object(data_json, "--data")
+        reason = reserved_reason(event)
+        if reason is not None:
+            raise Usage(f"{event!r} is reserved for the engine: {reason}")
         with _store(store_url) as store:
             row = store.get(session_id)
             if row.status == "final":
