@@ -116,4 +116,10 @@ CODES: dict[str, str] = {
     "M215": "context default does not match its type",
     # B: backend refusals (compile targets that cannot express a feature)
     "B301": "the transitions backend cannot express this feature",
+    # D: dispatch configuration (the `dispatch:` key of interlock.yaml, CLI flags)
+    "D401": "unknown dispatch setting",
+    "D402": "invalid value for a dispatch setting (wrong type or unknown choice)",
+    "D403": "dispatch setting out of range",
+    "D404": "invalid duration in a dispatch setting",
+    "D405": "the dispatch configuration is not a mapping",
 }

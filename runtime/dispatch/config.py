@@ -1,0 +1,436 @@
+"""Dispatch configuration (seed 001): ``PollingConfiguration`` and ``CompletionMarkerConfig``.
+
+Read from the ``dispatch:`` key of a project file ``interlock.yaml`` (or from a spec's
+invoke block, through :func:`parse_dispatch_config`), with the seed's camelCase keys;
+snake_case keys are accepted too. Every rule of the seed is enforced, plus interlock's
+own limits (idle timeout, TERM->KILL grace, output memory cap). A problem is reported
+as a :class:`ConfigError` whose diagnostics point at FILE:LINE:COL and name the field
+in the seed's spelling, e.g. ``dispatchTimeout must be at least 10 s, got 5``.
+
+>>> config = PollingConfiguration()
+>>> config.dispatch_timeout, config.polling_interval, config.completion_markers.required_field
+(180.0, 1.0, 'v')
+>>> with_overrides(config, timeout="3m", output_format="json").dispatch_timeout
+180.0
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
+from interlock.machines.durations import parse_duration
+from interlock.machines.yamlsrc import Path as SourcePath
+from interlock.machines.yamlsrc import SourceMap, parse_yaml
+
+PROJECT_FILE = "interlock.yaml"
+SECTION = "dispatch"
+FLAGS_FILE = "<command line>"
+
+KIB = 1024
+MIB = 1024 * KIB
+MIN_DISPATCH_TIMEOUT = 10.0
+MIN_POLLING_INTERVAL = 1.0
+MIN_OUTPUT_MEMORY_CAP = 64 * KIB
+DEFAULT_IDLE_TIMEOUT = 60.0
+
+OutputFormat = Literal["yaml", "json", "text"]
+
+# Error types of our own validators, mapped to diagnostic codes in _diagnostic().
+_RANGE = "dispatch_range"
+_DURATION = "dispatch_duration"
+
+
+class ConfigError(SpecError):
+    """The dispatch configuration is invalid; carries the diagnostics that say why.
+
+    A :class:`SpecError` so that code printing spec diagnostics prints these too.
+    """
+
+
+def _range_error(message: str) -> PydanticCustomError:
+    return PydanticCustomError(_RANGE, message)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def _duration(value: Any) -> float:
+    """Seconds from a number or duration text (``500ms``, ``3m``); finite only."""
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise PydanticCustomError(
+            _DURATION, "a duration is a number of seconds or text like 500ms, 3m, 1h30m"
+        )
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise PydanticCustomError(_DURATION, str(exc)) from None
+    if not math.isfinite(seconds):
+        raise PydanticCustomError(_DURATION, "a duration must be a finite number of seconds")
+    return seconds
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(B|KiB|MiB|GiB|KB|MB|GB)?\s*$")
+_SIZE_UNITS = {None: 1, "B": 1, "KiB": KIB, "MiB": MIB, "GiB": 1024 * MIB,
+               "KB": 1000, "MB": 1000**2, "GB": 1000**3}
+
+
+def _size(value: Any) -> Any:
+    """Bytes from an integer or size text (``512KiB``, ``8MiB``); other input is left to
+    pydantic's strict int check."""
+    if isinstance(value, str):
+        match = _SIZE.match(value)
+        if match is None:
+            raise PydanticCustomError(
+                "int_type", "expected a number of bytes or a size like 512KiB, 8MiB"
+            )
+        return int(match[1]) * _SIZE_UNITS[match[2]]
+    return value
+
+
+Duration = Annotated[float, BeforeValidator(_duration)]
+ByteSize = Annotated[int, BeforeValidator(_size), Field(strict=True)]
+StrictCount = Annotated[int, Field(strict=True)]
+Markers = tuple[Annotated[str, Field(strict=True)], ...]
+
+_CONFIG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+def _check_markers(name: str, value: tuple[str, ...]) -> tuple[str, ...]:
+    if not value:
+        raise _range_error(f"{name} must list at least one pattern")
+    if "" in value:
+        raise _range_error(f"{name} must not contain an empty pattern")
+    return value
+
+
+class CompletionMarkerConfig(BaseModel):
+    """How to recognise that a sub-agent's output is complete (seed 001).
+
+    ``requiredField`` is the YAML key whose presence marks valid output. The seed writes
+    it as ``"v:"``; both ``v:`` and ``v`` are accepted and normalised to the key name
+    ``v``, so that a detector can match ``^v:`` itself without doubling the colon.
+    The YAML keys ``yaml`` and ``json`` are the attributes ``yaml_markers`` and
+    ``json_markers`` (``json`` would shadow a BaseModel method).
+    """
+
+    model_config = _CONFIG
+
+    yaml_markers: Markers = Field(default=("---", "\n..."), alias="yaml")
+    json_markers: Markers = Field(default=("}\n",), alias="json")
+    required_field: Annotated[str, Field(strict=True)] = Field(
+        default="v", alias="requiredField"
+    )
+    min_silence_cycles: StrictCount = Field(default=2, alias="minSilenceCycles")
+
+    @field_validator("yaml_markers", "json_markers")
+    @classmethod
+    def _markers(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        return _check_markers(f"completionMarkers.{_alias_of(cls, info.field_name or '')}", value)
+
+    @field_validator("required_field")
+    @classmethod
+    def _required_field(cls, value: str) -> str:
+        key = value.strip().removesuffix(":").strip()
+        if not key:
+            raise _range_error(f"requiredField must name a YAML key, like v: or v; got {value!r}")
+        return key
+
+    @field_validator("min_silence_cycles")
+    @classmethod
+    def _silence(cls, value: int) -> int:
+        if value < 1:
+            raise _range_error(f"minSilenceCycles must be at least 1, got {value}")
+        return value
+
+
+class PollingConfiguration(BaseModel):
+    """How a sub-agent is dispatched and polled (seed 001, plus interlock's limits).
+
+    Durations are seconds (numbers or text like ``500ms``, ``3m``); ``outputMemoryCap``
+    is bytes (a number or text like ``8MiB``). ``idleTimeout`` (no output for that long
+    after the first output) defaults to 60 s, or to ``dispatchTimeout`` when shorter.
+    """
+
+    model_config = _CONFIG
+
+    dispatch_timeout: Duration = Field(default=180.0, alias="dispatchTimeout")
+    polling_interval: Duration = Field(default=1.0, alias="pollingInterval")
+    completion_markers: CompletionMarkerConfig = Field(
+        default_factory=CompletionMarkerConfig, alias="completionMarkers"
+    )
+    min_output_length: StrictCount = Field(default=100, alias="minOutputLength")
+    idle_timeout: Duration = Field(default=DEFAULT_IDLE_TIMEOUT, alias="idleTimeout")
+    terminate_grace: Duration = Field(default=5.0, alias="terminateGrace")
+    output_memory_cap: ByteSize = Field(default=8 * MIB, alias="outputMemoryCap")
+    output_format: OutputFormat = Field(default="yaml", alias="outputFormat")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_idle(cls, data: Any) -> Any:
+        """An unset idleTimeout is 60 s, or dispatchTimeout when that is shorter."""
+        if not isinstance(data, Mapping) or {"idleTimeout", "idle_timeout"} & set(data):
+            return data
+        timeout = data.get("dispatchTimeout", data.get("dispatch_timeout"))
+        try:
+            seconds = _duration(timeout)
+        except PydanticCustomError:  # reported by the field's own validation
+            return data
+        if seconds < DEFAULT_IDLE_TIMEOUT:
+            return {**data, "idleTimeout": seconds}
+        return data
+
+    @field_validator("dispatch_timeout")
+    @classmethod
+    def _timeout(cls, value: float) -> float:
+        if value < MIN_DISPATCH_TIMEOUT:
+            raise _range_error(
+                f"dispatchTimeout must be at least {_seconds(MIN_DISPATCH_TIMEOUT)}, "
+                f"got {value:g}"
+            )
+        return value
+
+    @field_validator("polling_interval")
+    @classmethod
+    def _interval(cls, value: float, info: ValidationInfo) -> float:
+        if value < MIN_POLLING_INTERVAL:
+            raise _range_error(
+                f"pollingInterval must be at least {_seconds(MIN_POLLING_INTERVAL)}, "
+                f"got {value:g}"
+            )
+        timeout = info.data.get("dispatch_timeout")  # absent if it was itself invalid
+        if timeout is not None and value > timeout:
+            raise _range_error(
+                f"pollingInterval must be at most dispatchTimeout ({_seconds(timeout)}), "
+                f"got {value:g}"
+            )
+        return value
+
+    @field_validator("min_output_length")
+    @classmethod
+    def _min_output(cls, value: int) -> int:
+        if value < 0:
+            raise _range_error(f"minOutputLength must be at least 0, got {value}")
+        return value
+
+    @field_validator("idle_timeout")
+    @classmethod
+    def _idle(cls, value: float, info: ValidationInfo) -> float:
+        if value <= 0:
+            raise _range_error(f"idleTimeout must be more than 0 s, got {value:g}")
+        timeout = info.data.get("dispatch_timeout")
+        if timeout is not None and value > timeout:
+            raise _range_error(
+                f"idleTimeout must be at most dispatchTimeout ({_seconds(timeout)}), "
+                f"got {value:g}"
+            )
+        return value
+
+    @field_validator("output_memory_cap")
+    @classmethod
+    def _memory_cap(cls, value: int) -> int:
+        if value < MIN_OUTPUT_MEMORY_CAP:
+            raise _range_error(
+                f"outputMemoryCap must be at least {MIN_OUTPUT_MEMORY_CAP} bytes (64 KiB), "
+                f"got {value}"
+            )
+        return value
+
+
+def _alias_of(model: type[BaseModel], name: str) -> str:
+    field = model.model_fields.get(name)
+    return field.alias if field is not None and field.alias else name
+
+
+# ---------------------------------------------------------------------------------------
+# From pydantic errors to diagnostics with marks
+
+CODE_UNKNOWN_KEY = "D401"
+CODE_INVALID_VALUE = "D402"
+CODE_OUT_OF_RANGE = "D403"
+CODE_INVALID_DURATION = "D404"
+CODE_NOT_A_MAPPING = "D405"
+
+_MODELS: tuple[type[BaseModel], ...] = (PollingConfiguration, CompletionMarkerConfig)
+_CHILD: dict[tuple[type[BaseModel], str], type[BaseModel]] = {
+    (PollingConfiguration, "completionMarkers"): CompletionMarkerConfig,
+}
+# Both spellings of every key -> the other one, to find the key the YAML really used.
+_OTHER_SPELLING = {
+    spelling: other
+    for model in _MODELS
+    for name, field in model.model_fields.items()
+    if field.alias
+    for spelling, other in ((name, field.alias), (field.alias, name))
+}
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel]:
+    """The model that owns the last element of a pydantic error location."""
+    model: type[BaseModel] = PollingConfiguration
+    for part in loc[:-1]:
+        key = _alias_of(model, str(part))
+        model = _CHILD.get((model, key), model)
+    return model
+
+
+def _source_path(loc: tuple[Any, ...], base: SourcePath, source: SourceMap) -> SourcePath:
+    """The YAML path of a pydantic location, in the spelling the file used."""
+    path = base
+    for part in loc:
+        other = _OTHER_SPELLING.get(part) if isinstance(part, str) else None
+        if other is not None and not source.has((*path, part)) and source.has((*path, other)):
+            part = other
+        path = (*path, part)
+    return path
+
+
+def _unknown_key(loc: tuple[Any, ...], at: SourcePath, source: SourceMap) -> Diagnostic:
+    key = str(loc[-1])
+    model = _model_at(loc)
+    aliases = {spelling: _alias_of(model, name)
+               for name in model.model_fields for spelling in (name, _alias_of(model, name))}
+    close = difflib.get_close_matches(key, list(aliases), n=1, cutoff=0.6)
+    hint = (f"did you mean {aliases[close[0]]!r}?" if close
+            else "expected one of: " + ", ".join(dict.fromkeys(aliases.values())))
+    where = ".".join(str(p) for p in at[:-1]) or SECTION
+    return error(CODE_UNKNOWN_KEY, f"unknown key {key!r} in {where}", source.key(at), hint)
+
+
+def _diagnostic(err: Any, base: SourcePath, source: SourceMap) -> Diagnostic:
+    loc: tuple[Any, ...] = tuple(err["loc"])
+    at = _source_path(loc, base, source)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return _unknown_key(loc, at, source)
+    name = ".".join(str(p) for p in loc) or SECTION
+    if kind == _RANGE:
+        return error(CODE_OUT_OF_RANGE, err["msg"], source.value(at))
+    if kind == _DURATION:
+        return error(CODE_INVALID_DURATION, f"invalid duration for {name}: {err['msg']}",
+                     source.value(at))
+    message = str(err["msg"]).replace("Input should be", "expected")
+    shown = repr(err.get("input"))
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return error(CODE_INVALID_VALUE, f"invalid value for {name}: {message}, got {shown}",
+                 source.value(at))
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+
+
+def parse_dispatch_config(
+    data: Any, source: SourceMap | None = None, base: SourcePath = ()
+) -> PollingConfiguration:
+    """Validate configuration data (a mapping, or None for the defaults).
+
+    ``source`` and ``base`` locate the data in its YAML file, e.g. the project file's
+    source map and ``("dispatch",)``, or a spec's invoke block; without them the
+    diagnostics point at ``<string>:1:1``.
+    """
+    source = source if source is not None else SourceMap("<string>")
+    if data is None:
+        return PollingConfiguration()
+    if not isinstance(data, Mapping):
+        where = ".".join(str(p) for p in base) or SECTION
+        raise ConfigError([error(
+            CODE_NOT_A_MAPPING,
+            f"{where} must be a mapping of settings, got {type(data).__name__}",
+            source.value(base),
+            "for example: dispatch: {dispatchTimeout: 3m, pollingInterval: 1}",
+        )])
+    try:
+        return PollingConfiguration.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError([_diagnostic(e, base, source) for e in exc.errors()]) from None
+
+
+def find_project_config(start: Path | None = None) -> Path | None:
+    """The nearest ``interlock.yaml`` in ``start`` (default: cwd) or a folder above it.
+
+    The walk stops at the first folder holding ``.git`` (the repository root, whose own
+    ``interlock.yaml`` still counts) or at the filesystem root.
+    """
+    folder = (start if start is not None else Path.cwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        path = candidate / PROJECT_FILE
+        if path.is_file():
+            return path
+        if (candidate / ".git").exists():
+            return None
+    return None
+
+
+def load_dispatch_config(path: Path | None = None, *, start: Path | None = None
+                         ) -> PollingConfiguration:
+    """The configuration under ``dispatch:`` in a project file.
+
+    Without ``path`` the project file is found by :func:`find_project_config` from
+    ``start``; when there is none, or it has no ``dispatch:`` key, the seed's defaults
+    apply. A ``path`` given explicitly must exist. Raises :class:`ConfigError`.
+    """
+    if path is None:
+        path = find_project_config(start)
+        if path is None:
+            return PollingConfiguration()
+    file = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        reason = "is a directory" if path.is_dir() else f"cannot be read: {exc.strerror or exc}"
+        raise ConfigError([error("Y011", f"the project file {reason}", Mark(file, 1, 1))]
+                          ) from None
+    try:
+        document = parse_yaml(raw, file)
+    except SpecError as exc:
+        raise ConfigError(exc.diagnostics) from None
+    return parse_dispatch_config(document.data.get(SECTION), document.source, (SECTION,))
+
+
+def with_overrides(
+    config: PollingConfiguration,
+    timeout: float | str | None = None,
+    interval: float | str | None = None,
+    required_field: str | None = None,
+    output_format: str | None = None,
+) -> PollingConfiguration:
+    """``config`` with the CLI flags ``--timeout``, ``--interval``, ``--required-field``
+    and ``--format`` applied, validated again as a whole (``--timeout 20`` against a
+    configured ``pollingInterval: 30`` is an error). Raises :class:`ConfigError`."""
+    data = config.model_dump(by_alias=True, exclude_unset=True)
+    given = {"--timeout": timeout, "--interval": interval, "--format": output_format,
+             "--required-field": required_field}
+    keys = {"--timeout": "dispatchTimeout", "--interval": "pollingInterval",
+            "--format": "outputFormat"}
+    for flag, key in keys.items():
+        if given[flag] is not None:
+            data[key] = given[flag]
+    if required_field is not None:
+        data["completionMarkers"] = {**data.get("completionMarkers", {}),
+                                     "requiredField": required_field}
+    try:
+        return parse_dispatch_config(data, SourceMap(FLAGS_FILE))
+    except ConfigError as exc:
+        flags = " ".join(f"{flag} {value}" for flag, value in given.items() if value is not None)
+        raise ConfigError([replace(d, hint=f"with {flags}" if flags else None)
+                           for d in exc.diagnostics]) from None
