@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from ..demo_agent import AnswerFormat as DemoFormat
+from ..demo_agent import Verdict as DemoVerdict
 from .diagram import Format, run_diagram, run_diagram_all
 from .output import EXIT_USAGE, err, fail
 from .validate import run_validate
@@ -184,6 +186,35 @@ def demo(
     from .demo import run_demo
 
     raise typer.Exit(run_demo(workdir))
+
+
+@app.command("demo-agent")
+def demo_agent(
+    role: Annotated[str, typer.Option("--role", help="The reviewer persona: TECHLEAD, SECURITY, "
+                                      "QA, ARCHITECT or any word (uppercased).")],
+    delay: Annotated[float, typer.Option("--delay", min=0.0, metavar="S",
+                                         help="Pause between output lines.")] = 0.2,
+    linger: Annotated[float, typer.Option("--linger", min=0.0, metavar="S", help="After the "
+                                          "answer, stay alive silently (a hung CLI).")] = 0.0,
+    verdict: Annotated[DemoVerdict | None, typer.Option(
+        "--verdict", case_sensitive=False, help="The verdict (default: fixed per role).")] = None,
+    fail_: Annotated[bool, typer.Option("--fail", help="Print an error to stderr and exit 1 "
+                                        "without an answer.")] = False,
+    prompt: Annotated[str | None, typer.Option("--prompt", metavar="TEXT", help="The task "
+                                               "(default: stdin unless it is a terminal).")]
+    = None,
+    fmt: Annotated[DemoFormat, typer.Option("--format", case_sensitive=False,
+                                            help="Answer format.")] = DemoFormat.YAML,
+    end_marker: Annotated[bool, typer.Option("--end-marker", help="End the YAML document "
+                                             "with '...'.")] = False,
+) -> None:
+    """An offline review sub-agent: prints a seed-style answer (p:, v:, i:) at a chosen pace."""
+    from interlock.runtime.demo_agent import run_demo_agent
+
+    if prompt is None:
+        prompt = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    raise typer.Exit(run_demo_agent(role, delay=delay, linger=linger, verdict=verdict,
+                                    fail=fail_, prompt=prompt, fmt=fmt, end_marker=end_marker))
 
 
 def main() -> None:
