@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 import yaml
-from proc_helpers import Child, cli_argv
 
 from interlock.runtime.demo_agent import Verdict, make_answer, render
+
+from proc_helpers import Child, cli_argv
 
 
 def run_agent(*args: str, stdin: bytes | None = None) -> tuple[str, str, int]:

@@ -14,6 +14,7 @@ import subprocess
 
 import pytest
 import yaml
+
 from proc_helpers import AGENTS, Child, agent_argv
 
 ANSWER_KEYS = {"p", "v", "i"}
