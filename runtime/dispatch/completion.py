@@ -1,0 +1,510 @@
+"""Completion of a sub-agent's output: is a whole review document there, and what it says.
+
+Pure functions and frozen values, no processes and no clock. The dispatcher sends the
+``polling_state`` machine a ``marker`` event when new output holds a marker pattern (a cheap
+hint); the machine's ``document_complete`` guard calls :func:`check_document` on the buffered
+stdout. A ``v:`` line on its own is never completion: the output must parse as one whole
+YAML/JSON mapping that holds the required field, and then either be explicitly closed
+(:attr:`DocumentCheck.ended_by_marker`) or be followed by ``min_silence_cycles`` silent polls.
+
+What agent CLIs really print is handled: one surrounding Markdown code fence, prose lines
+before the document, text after it, Windows newlines and a byte-order mark.
+
+A closing line (``...``, ``---``, a closing fence, JSON's ``}`` + newline) only counts once
+its newline has arrived: ``...`` may still grow into ``....x``, and an unterminated line is
+never proof that the agent has finished.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+
+__all__ = [
+    "COMPLETION_METHODS",
+    "POLLING_STATUSES",
+    "VERDICTS",
+    "DocumentCheck",
+    "Issue",
+    "OutputFormat",
+    "PollingResult",
+    "Verdict",
+    "check_document",
+    "parse_verdict",
+]
+
+OutputFormat = Literal["yaml", "json", "text"]
+PollingStatus = Literal["pending", "active", "completed", "timeout", "error"]
+
+POLLING_STATUSES: tuple[str, ...] = ("pending", "active", "completed", "timeout", "error")
+COMPLETION_METHODS: tuple[str, ...] = ("marker", "exit", "timeout", "idle", "spawn")
+VERDICTS: tuple[str, ...] = ("GO", "CONDITIONAL", "NO-GO")
+SEVERITIES: tuple[str, ...] = ("C", "H", "M", "L")
+
+_MAX_JSON_CANDIDATES = 32
+
+# ---------------------------------------------------------------------------------------------
+# Parsers (module level, so tests can count calls)
+
+
+_BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """Safe loader (libyaml when available) with YAML 1.2 booleans, as machines.yamlsrc."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+_JSON = json.JSONDecoder()
+
+
+_MAX_FLOW_DEPTH = 500
+_MAX_BLOCK_RUN = 1000
+_BRACKET = re.compile(r"[\[\]{}]")
+_BLOCK_RUN = re.compile(rf"^[ \-?]{{{_MAX_BLOCK_RUN}}}", re.MULTILINE)
+_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s,\[\]{}]")
+_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s,\[\]{}]")
+
+
+def _yaml_refusal(text: str) -> str | None:
+    """Why ``text`` is not handed to the parser, or None.
+
+    libyaml recurses in C: very deep nesting would crash the process rather than raise.
+    Anchors with aliases are refused too (a review never needs them, and they let a small
+    document expand exponentially when walked).
+    """
+    if _BLOCK_RUN.search(text):
+        return "YAML nesting too deep"
+    if text.count("[") + text.count("{") > _MAX_FLOW_DEPTH:
+        depth = 0
+        for m in _BRACKET.finditer(text):
+            depth += 1 if m.group() in "[{" else -1
+            if depth > _MAX_FLOW_DEPTH:
+                return "YAML nesting too deep"
+    if _ANCHOR.search(text) and _ALIAS.search(text):
+        return "YAML anchors and aliases are not accepted"
+    return None
+
+
+def _load_yaml(text: str) -> Any:
+    """Parse one YAML document (safe constructors only); refuses what could crash libyaml."""
+    refusal = _yaml_refusal(text)
+    if refusal is not None:
+        raise ValueError(refusal)
+    return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
+
+
+def _decode_json(text: str, pos: int) -> tuple[Any, int]:
+    """Decode one JSON value starting at ``pos``; returns it and the index after it."""
+    return _JSON.raw_decode(text, pos)
+
+
+# ---------------------------------------------------------------------------------------------
+# Document check
+
+
+@dataclass(frozen=True)
+class DocumentCheck:
+    """Outcome of :func:`check_document`.
+
+    ``complete``: the output holds one parseable mapping with the required field at top
+    level (not null) and is at least ``min_output_length`` bytes long. ``ended_by_marker``:
+    that document is also explicitly closed, so nothing more belongs to it. ``reason`` says
+    why it is not complete (empty when complete), for logs.
+    """
+
+    complete: bool
+    ended_by_marker: bool = False
+    document: dict[str, Any] | None = None
+    reason: str = ""
+
+
+def _incomplete(reason: str) -> DocumentCheck:
+    return DocumentCheck(complete=False, reason=reason)
+
+
+_KEY = r"(?:\w[\w.\-]*|\"[^\"\n]*\"|'[^'\n]*')[ \t]*:(?:[ \t]|$)"
+_KEY_LINE = re.compile(_KEY)
+_FENCE_OPEN = re.compile(r"[ \t]{0,3}```[ \t]*([\w+.\-]*)[ \t]*$")
+_FENCE_CLOSE = re.compile(r"[ \t]{0,3}```[ \t]*$")
+_FENCE_TAGS: dict[str, frozenset[str]] = {
+    "yaml": frozenset({"yaml", "yml", ""}),
+    "json": frozenset({"json", ""}),
+    "text": frozenset({"yaml", "yml", "json", "", "text"}),
+}
+
+
+def _needles(fmt: str, required_field: str) -> tuple[str, ...]:
+    if fmt == "json":
+        return (f'"{required_field}"',)
+    return (f"{required_field}:", f'"{required_field}"', f"'{required_field}'")
+
+
+def _strip_fence(
+    lines: list[str], tags: frozenset[str], needles: Sequence[str]
+) -> tuple[list[str], bool]:
+    """Keep the content of one fenced block if there is a fitting one.
+
+    ``lines`` ends with the unterminated tail (``""`` when the text ended with a newline).
+    Returns the lines to examine (in the same shape) and whether the fence was closed. The
+    block chosen is the last one whose tag fits the format and whose content holds a needle.
+    """
+    blocks: list[tuple[str, int, int | None]] = []  # tag, first content line, closing line
+    opened: tuple[str, int] | None = None
+    last = len(lines) - 1
+    for i, line in enumerate(lines):
+        if "```" not in line:
+            continue
+        if opened is None:
+            m = _FENCE_OPEN.match(line)
+            if m is not None and i < last:
+                opened = (m.group(1).lower(), i + 1)
+        elif _FENCE_CLOSE.match(line) and i < last:
+            blocks.append((opened[0], opened[1], i))
+            opened = None
+    if opened is not None:
+        blocks.append((opened[0], opened[1], None))
+    for tag, begin, close in reversed(blocks):
+        if tag not in tags:
+            continue
+        end = len(lines) if close is None else close
+        body = lines[begin:end]
+        if any(n in line for line in body for n in needles):
+            if close is None:
+                return body, False
+            return [*body, ""], True
+    return lines, False
+
+
+def _doc_like(line: str) -> bool:
+    """Whether a line can belong to a top-level block mapping."""
+    if not line or line[0] in " \t#":
+        return True
+    if line[0] == "-" and (len(line) == 1 or line[1] in " \t"):
+        return True
+    return _KEY_LINE.match(line) is not None
+
+
+def _check_yaml(
+    lines: list[str], required_field: str, tokens: frozenset[str], fence_closed: bool
+) -> DocumentCheck:
+    last = len(lines) - 1  # the unterminated tail never counts as a marker line
+    bounds = [-1, *(i for i in range(last) if lines[i].rstrip() in tokens), len(lines)]
+    required = re.compile(
+        rf"(?:{re.escape(required_field)}|\"{re.escape(required_field)}\""
+        rf"|'{re.escape(required_field)}')[ \t]*:(?:[ \t]|$)"
+    )
+    for k in range(len(bounds) - 2, -1, -1):
+        a, b = bounds[k] + 1, bounds[k + 1]
+        if any(_KEY_LINE.match(lines[j]) for j in range(a, b)):
+            break
+    else:
+        return _incomplete("no top-level YAML mapping key")
+    followed_by_marker = b < len(lines)
+    r = next((j for j in range(b - 1, a - 1, -1) if required.match(lines[j])), None)
+    if r is None:
+        return _incomplete(f"{required_field!r} is not a top-level key of the last document")
+    start = r
+    while start > a and _doc_like(lines[start - 1]):
+        start -= 1
+    end = r + 1
+    while end < b and _doc_like(lines[end]):
+        end += 1
+    trailing = end < b
+    try:
+        doc = _load_yaml("\n".join(lines[start:end]))
+    except Exception as exc:  # any input: never raise
+        if not trailing:
+            return _incomplete(f"YAML does not parse: {_one_line(exc)}")
+        try:  # what looked like trailing prose may be part of the document
+            doc = _load_yaml("\n".join(lines[start:b]))
+            trailing = False
+        except Exception as exc2:
+            return _incomplete(f"YAML does not parse: {_one_line(exc2)}")
+    return _finish(doc, required_field, ended=not trailing and (followed_by_marker or fence_closed))
+
+
+def _check_json(
+    text: str, required_field: str, markers: Sequence[str], fence_closed: bool
+) -> DocumentCheck:
+    # Top-level objects start at column 0 (pretty-printed nested ones are indented); failing
+    # that, any brace, tried in order: a truncated candidate stops the search.
+    starts = [m.start() for m in re.finditer(r"^\{", text, re.MULTILINE)]
+    if not starts:
+        starts = [m.start() for m in itertools.islice(re.finditer(r"\{", text), 256)]
+    reason = "no JSON object"
+    resume = 0
+    for pos in starts[:_MAX_JSON_CANDIDATES]:
+        if pos < resume:
+            continue
+        try:
+            obj, resume = _decode_json(text, pos)
+        except json.JSONDecodeError as exc:
+            if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+                return _incomplete("JSON object not closed yet")
+            reason = f"JSON does not parse: {_one_line(exc)}"
+            continue
+        except Exception as exc:  # RecursionError on deep nesting, ...
+            return _incomplete(f"JSON does not parse: {_one_line(exc)}")
+        if not isinstance(obj, dict) or required_field not in obj:
+            reason = f"{required_field!r} is not a top-level key of the JSON object"
+            continue
+        rest = text[resume:]
+        closed = "}" + rest.replace(" ", "").replace("\t", "")
+        ended = not rest.strip() and (fence_closed or any(m and m in closed for m in markers))
+        return _finish(obj, required_field, ended=ended)
+    return _incomplete(reason)
+
+
+def _finish(doc: Any, required_field: str, *, ended: bool) -> DocumentCheck:
+    if not isinstance(doc, dict):
+        return _incomplete(f"the document is a {type(doc).__name__}, not a mapping")
+    document = {str(k): v for k, v in doc.items()}
+    if required_field not in document:
+        return _incomplete(f"{required_field!r} is not a top-level key")
+    if document[required_field] is None:
+        return _incomplete(f"{required_field!r} has no value yet")
+    return DocumentCheck(complete=True, ended_by_marker=ended, document=document)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:200] or type(exc).__name__
+
+
+def _normalize(text: str) -> str:
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def check_document(
+    text: str,
+    *,
+    output_format: OutputFormat = "yaml",
+    required_field: str = "v",
+    min_output_length: int = 100,
+    yaml_markers: Sequence[str] = ("---", "\n..."),
+    json_markers: Sequence[str] = ("}\n",),
+) -> DocumentCheck:
+    """Check whether ``text`` (a sub-agent's stdout so far) holds a complete document.
+
+    ``output_format`` is the SubAgentCommand's: ``yaml``, ``json``, or ``text`` (try JSON,
+    then YAML). ``yaml_markers`` are lines that close a YAML document (stripped: ``---`` starts
+    the next one, ``...`` ends this one); ``json_markers`` what follows a closed object. The
+    parse is skipped when the required key cannot appear, when the output is too short, and
+    is limited to the last document region. Never raises.
+    """
+    try:
+        return _check(
+            text, output_format, required_field, min_output_length, yaml_markers, json_markers
+        )
+    except Exception as exc:  # a bug here must not take the dispatcher down
+        return _incomplete(f"check failed: {_one_line(exc)}")
+
+
+def _check(
+    text: str,
+    fmt: str,
+    required_field: str,
+    min_output_length: int,
+    yaml_markers: Sequence[str],
+    json_markers: Sequence[str],
+) -> DocumentCheck:
+    if fmt not in _FENCE_TAGS:
+        return _incomplete(f"unknown output format {fmt!r}")
+    if not required_field:
+        return _incomplete("no required field configured")
+    needles = _needles(fmt, required_field)
+    if not any(n in text for n in needles):
+        return _incomplete(f"required field {required_field!r} absent")
+    # len(text) <= its UTF-8 size, so encode only when the character count is too small
+    if len(text) < min_output_length and len(text.encode("utf-8", "replace")) < min_output_length:
+        return _incomplete(f"output shorter than {min_output_length} bytes")
+    text = _normalize(text)
+    body, fence_closed = _strip_fence(text.split("\n"), _FENCE_TAGS[fmt], needles)
+    tokens = frozenset(t for t in (m.strip() for m in yaml_markers) if t)
+    if fmt == "yaml":
+        return _check_yaml(body, required_field, tokens, fence_closed)
+    if fmt == "json":
+        return _check_json("\n".join(body), required_field, json_markers, fence_closed)
+    tried: DocumentCheck | None = None
+    if f'"{required_field}"' in text:
+        tried = _check_json("\n".join(body), required_field, json_markers, fence_closed)
+        if tried.complete:
+            return tried
+    result = _check_yaml(body, required_field, tokens, fence_closed)
+    if result.complete or tried is None:
+        return result
+    return _incomplete(f"{tried.reason}; {result.reason}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdict
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One review issue: ``- C: text`` gives severity ``C``; other shapes keep only text."""
+
+    severity: str | None
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"severity": self.severity, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The review fields of a document: ``p`` (role), ``v`` (verdict), ``i`` (issues).
+
+    ``verdict`` is GO, CONDITIONAL or NO-GO (normalized to upper case, ``_``/space to ``-``);
+    anything else is kept as given with ``verdict_recognized`` false.
+    """
+
+    role: str | None
+    verdict: str | None
+    issues: tuple[Issue, ...] = ()
+    verdict_recognized: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "verdict": self.verdict,
+            "verdictRecognized": self.verdict_recognized,
+            "issues": [issue.to_json() for issue in self.issues],
+        }
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _issues(value: Any) -> tuple[Issue, ...]:
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    out: list[Issue] = []
+    for item in items:
+        if isinstance(item, dict) and len(item) == 1:
+            ((key, text),) = item.items()
+            severity = str(key).strip().upper()
+            if severity in SEVERITIES:
+                out.append(Issue(severity, _as_text(text)))
+                continue
+        out.append(Issue(None, _as_text(item)))
+    return tuple(out)
+
+
+def parse_verdict(
+    document: Mapping[str, Any],
+    *,
+    role_field: str = "p",
+    verdict_field: str = "v",
+    issues_field: str = "i",
+) -> Verdict:
+    """Read the review fields of a parsed document (see :class:`Verdict`)."""
+    role = document.get(role_field)
+    raw = document.get(verdict_field)
+    verdict: str | None = None
+    recognized = False
+    if raw is not None:
+        given = _as_text(raw)
+        normal = re.sub(r"[\s_]+", "-", given.strip().upper())
+        recognized = normal in VERDICTS
+        verdict = normal if recognized else given
+    return Verdict(
+        role=None if role is None else _as_text(role),
+        verdict=verdict,
+        issues=_issues(document.get(issues_field)),
+        verdict_recognized=recognized,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# PollingResult
+
+
+@dataclass(frozen=True)
+class PollingResult:
+    """Result of one sub-agent dispatch (seed 001), plus the parsed :class:`Verdict`.
+
+    Validation: ``status`` is a PollingStatus, ``completion_method`` one of
+    :data:`COMPLETION_METHODS` or None, counts and times are non-negative. The seed's "if
+    success then exitCode == 0" contradicts marker completion (the process still runs and is
+    terminated by us, so exitCode is null); the rule enforced instead is: success implies
+    ``status == "completed"`` and (``exit_code == 0`` or ``completion_method == "marker"``).
+    """
+
+    success: bool
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    elapsed_time: float = 0
+    poll_count: int = 0
+    status: PollingStatus = "completed"
+    completion_method: str | None = None
+    verdict: Verdict | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.status not in POLLING_STATUSES:
+            raise ValueError(f"status must be one of {POLLING_STATUSES}, not {self.status!r}")
+        if self.completion_method is not None and self.completion_method not in (
+            COMPLETION_METHODS
+        ):
+            raise ValueError(
+                f"completionMethod must be one of {COMPLETION_METHODS} or null, "
+                f"not {self.completion_method!r}"
+            )
+        if self.exit_code is not None and (
+            isinstance(self.exit_code, bool) or not isinstance(self.exit_code, int)
+        ):
+            raise ValueError(f"exitCode must be an int or null, not {self.exit_code!r}")
+        if self.elapsed_time < 0:
+            raise ValueError("elapsedTime must be >= 0")
+        if self.poll_count < 0:
+            raise ValueError("pollCount must be >= 0")
+        if self.success:
+            if self.status != "completed":
+                raise ValueError(f"success requires status 'completed', not {self.status!r}")
+            if self.exit_code != 0 and self.completion_method != "marker":
+                raise ValueError(
+                    "success requires exitCode 0 or completionMethod 'marker' "
+                    f"(got exitCode {self.exit_code!r}, completionMethod "
+                    f"{self.completion_method!r})"
+                )
+
+    def to_json(self) -> dict[str, Any]:
+        """The seed's camelCase fields, plus ``verdict`` (null when none was parsed)."""
+        return {
+            "success": self.success,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "exitCode": self.exit_code,
+            "elapsedTime": self.elapsed_time,
+            "pollCount": self.poll_count,
+            "status": self.status,
+            "completionMethod": self.completion_method,
+            "verdict": None if self.verdict is None else self.verdict.to_json(),
+        }
