@@ -217,13 +217,7 @@ class PollingConfiguration(BaseModel):
                 f"pollingInterval must be at least {_seconds(MIN_POLLING_INTERVAL)}, "
                 f"got {value:g}"
             )
-        timeout = info.data.get("dispatch_timeout")  # absent if it was itself invalid
-        if timeout is not None and value > timeout:
-            raise _range_error(
-                f"pollingInterval must be at most dispatchTimeout ({_seconds(timeout)}), "
-                f"got {value:g}"
-            )
-        return value
+        return _within_timeout("pollingInterval", value, info)
 
     @field_validator("min_output_length")
     @classmethod
@@ -237,13 +231,7 @@ class PollingConfiguration(BaseModel):
     def _idle(cls, value: float, info: ValidationInfo) -> float:
         if value <= 0:
             raise _range_error(f"idleTimeout must be more than 0 s, got {value:g}")
-        timeout = info.data.get("dispatch_timeout")
-        if timeout is not None and value > timeout:
-            raise _range_error(
-                f"idleTimeout must be at most dispatchTimeout ({_seconds(timeout)}), "
-                f"got {value:g}"
-            )
-        return value
+        return _within_timeout("idleTimeout", value, info)
 
     @field_validator("output_memory_cap")
     @classmethod
@@ -254,6 +242,16 @@ class PollingConfiguration(BaseModel):
                 f"got {value}"
             )
         return value
+
+
+def _within_timeout(name: str, value: float, info: ValidationInfo) -> float:
+    """``value`` if it does not exceed dispatchTimeout (absent when that was invalid)."""
+    timeout = info.data.get("dispatch_timeout")
+    if timeout is not None and value > timeout:
+        raise _range_error(
+            f"{name} must be at most dispatchTimeout ({_seconds(timeout)}), got {value:g}"
+        )
+    return value
 
 
 def _alias_of(model: type[BaseModel], name: str) -> str:
