@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
 from interlock.runtime.store import (
@@ -17,8 +22,19 @@ from interlock.runtime.store import (
     StoreError,
     open_store,
 )
+from interlock.runtime.store import postgres as postgres_module
+from interlock.runtime.store import sqlite as sqlite_module
+from interlock.runtime.store.base import AgentRecord
 
-from store_helpers import commit_worker, created, enqueue_worker, raw_execute, row, step
+from store_helpers import (
+    commit_worker,
+    created,
+    enqueue_worker,
+    raw_execute,
+    row,
+    step,
+    with_params,
+)
 
 pytest_plugins = ["store_fixtures"]  # fixtures: store, target, pg_url
 TTL = 30.0
@@ -298,3 +314,132 @@ def test_concurrent_commits_of_one_step_have_one_winner(store: Store, target: st
     assert [entry.seq for entry in journal] == list(range(1, rounds + 1))
     assert [entry.note for entry in journal] == [f"worker {winners[s]}" for s in range(rounds)]
     assert store.get("s1").snapshot == {"winner": winners[rounds - 1], "step": rounds}
+
+
+# -- agent process records --------------------------------------------------------------------
+
+
+def agent(agent_id: str = "a1", started_at: float = 5.0, **changes: Any) -> AgentRecord:
+    fields: dict[str, Any] = {
+        "id": agent_id, "pgid": 4242, "pid": 4242, "owner": "host:4000:ab12",
+        "argv": ("claude", "-p", "fix the büg", ""), "started_at": started_at,
+    }
+    fields.update(changes)
+    return AgentRecord(**fields)
+
+
+@pytest.fixture
+def agents_store(store: Store, target: str) -> Store:
+    """``store`` with no agent records (``target`` empties only the session tables)."""
+    raw_execute(target, "DELETE FROM agents")
+    return store
+
+
+def test_agent_records_round_trip(agents_store: Store) -> None:
+    store = agents_store
+    assert store.agents() == []
+    loose = agent("a1", pgid=100, pid=101, argv=("sh", "-c", "sleep 9; echo 'x y'"))
+    bound = agent("a2", started_at=6.5, session_id="no-such-session")  # no foreign key
+    store.record_agent(loose)
+    store.record_agent(bound)
+    listed = store.agents()
+    assert listed == [loose, bound]
+    assert listed[0].session_id is None and listed[1].session_id == "no-such-session"
+    assert isinstance(listed[0].argv, tuple) and listed[0].argv[2] == "sleep 9; echo 'x y'"
+    assert (listed[0].pgid, listed[0].pid, listed[0].owner) == (100, 101, "host:4000:ab12")
+    assert store.list() == []  # an agent record is no session
+
+
+def test_agent_records_are_listed_by_start_time_then_id(agents_store: Store) -> None:
+    store = agents_store
+    for agent_id, at in [("9f", 3.0), ("c0", 1.0), ("0a", 3.0), ("a0", 2.0), ("0A", 3.0)]:
+        store.record_agent(agent(agent_id, started_at=at))
+    assert [(a.id, a.started_at) for a in store.agents()] == [
+        ("c0", 1.0), ("a0", 2.0), ("0A", 3.0), ("0a", 3.0), ("9f", 3.0)]
+
+
+def test_a_taken_agent_id_is_refused_and_changes_nothing(agents_store: Store) -> None:
+    store = agents_store
+    store.record_agent(agent("a1"))
+    with pytest.raises(StoreError, match=r"agent.*'a1'.*already"):
+        store.record_agent(agent("a1", pid=1, started_at=9.0))
+    assert store.agents() == [agent("a1")]
+
+
+def test_forget_agent_is_idempotent(agents_store: Store) -> None:
+    store = agents_store
+    store.forget_agent("never-recorded")
+    store.record_agent(agent("a1"))
+    store.record_agent(agent("a2", started_at=6.0))
+    store.forget_agent("a1")
+    store.forget_agent("a1")
+    assert store.agents() == [agent("a2", started_at=6.0)]
+    store.record_agent(agent("a1", started_at=7.0))  # a forgotten id may be recorded again
+    assert [a.id for a in store.agents()] == ["a2", "a1"]
+
+
+def test_agent_records_outlive_the_store_object(agents_store: Store, target: str) -> None:
+    agents_store.record_agent(agent("a1", session_id="s1"))
+    agents_store.close()
+    again = open_store(target, Path.cwd())
+    try:
+        assert again.agents() == [agent("a1", session_id="s1")]
+        again.forget_agent("a1")
+    finally:
+        again.close()
+    third = open_store(target, Path.cwd())
+    try:
+        assert third.agents() == []
+    finally:
+        third.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def empty_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where a store could live, with no tables yet: a new file or a new schema."""
+    if request.param == "sqlite":
+        yield f"sqlite://{tmp_path / 'state.db'}"
+        return
+    from store_fixtures import require_pg  # here, not above: the plugin is imported by then
+
+    base = require_pg()
+    schema = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield with_params(base, options=f"-c search_path={schema}")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def schema_version(target: str) -> int:
+    if target.startswith("sqlite://"):
+        with sqlite3.connect(target.removeprefix("sqlite://")) as lite:
+            found = lite.execute("SELECT version FROM schema_version").fetchall()
+    else:
+        with psycopg.connect(target) as pg:
+            found = pg.execute("SELECT version FROM schema_version").fetchall()
+    assert len(found) == 1
+    return int(found[0][0])
+
+
+def test_a_store_from_before_agent_records_is_migrated(
+        empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
+    steps = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", steps[:1])  # version 1: no agents table
+    old = open_store(empty_target, Path.cwd())
+    try:
+        old.create(row("s1"), created())
+    finally:
+        old.close()
+    assert schema_version(empty_target) == 1
+    monkeypatch.setattr(module, "MIGRATIONS", steps)
+    store = open_store(empty_target, Path.cwd())
+    try:
+        assert schema_version(empty_target) == len(steps)
+        assert store.get("s1") == row("s1")
+        assert store.journal("s1", after_seq=-1) == [created()]
+        store.record_agent(agent("a1", session_id="s1"))
+        assert store.agents() == [agent("a1", session_id="s1")]
+    finally:
+        store.close()

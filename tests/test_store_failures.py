@@ -21,6 +21,7 @@ from interlock.runtime.store import (
     open_store,
 )
 from interlock.runtime.store._retry import Backoff
+from interlock.runtime.store.base import AgentRecord
 from interlock.runtime.store.postgres import PostgresStore
 from interlock.runtime.store.sqlite import MIGRATIONS, SqliteStore
 
@@ -172,7 +173,7 @@ def test_a_schema_newer_than_this_interlock_is_refused(tmp_path: Path) -> None:
 @pytest.fixture
 def pg(pg_url: str) -> str:
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("TRUNCATE sessions, journal, inbox RESTART IDENTITY")
+        conn.execute("TRUNCATE sessions, journal, inbox, agents RESTART IDENTITY")
     return pg_url
 
 
@@ -287,3 +288,19 @@ def test_an_enqueue_whose_answer_was_lost_says_the_outcome_is_unknown(
     with pytest.raises(StoreUnavailable, match="may or may not"):
         store.enqueue("s1", "start", {}, 1.0)
     assert [item.event for item in store.inbox("s1")] == ["start"]  # it was, once
+
+
+@pytest.mark.parametrize("cut", ["commit", "answer"])
+def test_a_record_agent_cut_off_at_commit_lands_once(
+        proxied: tuple[Proxy, PostgresStore], cut: str) -> None:
+    proxy, store = proxied
+    store.forget_agent("a1")  # the module's schema outlives the test
+    record = AgentRecord("a1", pgid=7, pid=7, owner="host:1:x", argv=("agent",), started_at=1.0)
+    store.on_retry = retries = Retries()
+    proxy.lose(cut)  # type: ignore[arg-type]
+    store.record_agent(record)
+    assert proxy.fired.is_set() and retries.count == 1
+    assert store.agents() == [record]
+    with pytest.raises(StoreError, match="already exists"):
+        store.record_agent(record)
+    store.forget_agent("a1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from interlock.runtime.store.base import (
+    AgentRecord,
     InboxItem,
     JournalEntry,
     Lease,
@@ -20,6 +21,7 @@ from interlock.runtime.store.base import (
 
 __all__ = [
     "DEFAULT_PATH",
+    "AgentRecord",
     "InboxItem",
     "JournalEntry",
     "Lease",

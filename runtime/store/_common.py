@@ -7,12 +7,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from interlock.runtime.store.base import (
+    AgentRecord,
     InboxItem,
     JournalEntry,
     Lease,
     SessionNotFound,
     SessionRow,
     StaleSession,
+    StoreError,
 )
 
 SESSION_COLUMNS = (
@@ -21,6 +23,7 @@ SESSION_COLUMNS = (
 )
 JOURNAL_COLUMNS = "seq, at, kind, event, data, before_states, after_states, note"
 INBOX_COLUMNS = "id, session_id, event, data, enqueued_at"
+AGENT_COLUMNS = "id, pgid, pid, owner, argv, started_at, session_id"
 
 Decode = Callable[[Any], Any]  # a JSON column as the driver returns it -> Python
 
@@ -65,6 +68,25 @@ def item_from(values: Sequence[Any], decode: Decode) -> InboxItem:
         id=int(values[0]), session_id=values[1], event=values[2], data=decode(values[3]),
         enqueued_at=float(values[4]),
     )
+
+
+def agent_params(record: AgentRecord) -> tuple[Any, ...]:
+    return (
+        record.id, record.pgid, record.pid, record.owner, dumps(list(record.argv)),
+        record.started_at, record.session_id,
+    )
+
+
+def agent_from(values: Sequence[Any]) -> AgentRecord:
+    """An AgentRecord from AGENT_COLUMNS; argv is JSON text on both backends."""
+    return AgentRecord(
+        id=values[0], pgid=int(values[1]), pid=int(values[2]), owner=values[3],
+        argv=tuple(json.loads(values[4])), started_at=float(values[5]), session_id=values[6],
+    )
+
+
+def agent_exists(agent_id: str) -> StoreError:
+    return StoreError(f"an agent process record {agent_id!r} already exists")
 
 
 def check_entries(entries: Sequence[JournalEntry], seq: int) -> None:

@@ -1,4 +1,5 @@
-"""The store contract: where sessions, their journal, their inbox and their leases live.
+"""The store contract: where sessions, their journal, their inbox and their leases live,
+and the agent process groups dispatchers started (so orphans can be found after a crash).
 
 One interface, two implementations (SQLite, the embedded default; PostgreSQL by URL),
 one contract test suite run against both (tests/test_store_contract.py).
@@ -94,6 +95,19 @@ class Lease:
     expires_at: float
 
 
+@dataclass(frozen=True, slots=True)
+class AgentRecord:
+    """A sub-agent process group a dispatcher started and has not yet seen stopped."""
+
+    id: str  # dispatch id (hex); also set as INTERLOCK_DISPATCH_ID in the agent's environment
+    pgid: int
+    pid: int
+    owner: str  # the dispatcher process, "host:pid:tag" (same shape as lease owners)
+    argv: tuple[str, ...]
+    started_at: float
+    session_id: str | None = None
+
+
 class Store(Protocol):
     """Every method is safe to call from several processes at once.
 
@@ -162,6 +176,17 @@ class Store(Protocol):
     def release(self, lease: Lease) -> None:
         """Give the lease up; the token is kept, so the next holder's is higher.
         No-op if it was lost."""
+
+    def record_agent(self, record: AgentRecord) -> None:
+        """Remember a started agent process group (before it can outlive its dispatcher);
+        StoreError if ``record.id`` is already recorded. ``session_id`` need not name a
+        session."""
+
+    def forget_agent(self, agent_id: str) -> None:
+        """Drop the record once the group is seen stopped; no-op if there is none."""
+
+    def agents(self) -> builtins.list[AgentRecord]:
+        """Every record, by started_at then id: after a crash, the groups to stop."""
 
     def close(self) -> None: ...
 

@@ -20,9 +20,13 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from interlock.runtime.store._common import (
+    AGENT_COLUMNS,
     INBOX_COLUMNS,
     JOURNAL_COLUMNS,
     SESSION_COLUMNS,
+    agent_exists,
+    agent_from,
+    agent_params,
     check_entries,
     check_ttl,
     dumps,
@@ -37,6 +41,7 @@ from interlock.runtime.store._common import (
 )
 from interlock.runtime.store._retry import Backoff, OnRetry, retry
 from interlock.runtime.store.base import (
+    AgentRecord,
     InboxItem,
     JournalEntry,
     Lease,
@@ -99,6 +104,17 @@ MIGRATIONS: list[tuple[str, ...]] = [
             enqueued_at DOUBLE PRECISION NOT NULL
         )""",
         "CREATE INDEX inbox_by_session ON inbox (session_id, id)",
+    ),
+    (  # 2: agent process groups; no foreign key, a dispatch need not belong to a session
+        """CREATE TABLE agents (
+            id TEXT PRIMARY KEY,
+            pgid INTEGER NOT NULL,
+            pid INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            argv TEXT NOT NULL,
+            started_at DOUBLE PRECISION NOT NULL,
+            session_id TEXT
+        )""",
     ),
 ]
 
@@ -456,6 +472,44 @@ class PostgresStore:
             )
 
         self._run(body, _rerun)
+
+    def record_agent(self, record: AgentRecord) -> None:
+        values = agent_params(record)
+
+        def body(conn: Conn) -> bool:
+            inserted = conn.execute(
+                f"INSERT INTO agents ({AGENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (id) DO NOTHING RETURNING 1", values,
+            ).fetchone()
+            if inserted is None:
+                raise agent_exists(record.id)
+            return True
+
+        def resolve(conn: Conn) -> bool | None:
+            stored = conn.execute(f"SELECT {AGENT_COLUMNS} FROM agents WHERE id = %s",
+                                  (record.id,)).fetchone()
+            if stored is None:
+                return None  # not applied: record again
+            if agent_from(stored) == record:
+                return True
+            raise agent_exists(record.id)
+
+        self._run(body, resolve)
+
+    def forget_agent(self, agent_id: str) -> None:
+        def body(conn: Conn) -> None:
+            conn.execute("DELETE FROM agents WHERE id = %s", (agent_id,))
+
+        self._run(body, _rerun)
+
+    def agents(self) -> builtins.list[AgentRecord]:
+        def body(conn: Conn) -> builtins.list[AgentRecord]:
+            rows = conn.execute(  # COLLATE "C": ids in byte order, as SQLite sorts them
+                f'SELECT {AGENT_COLUMNS} FROM agents ORDER BY started_at, id COLLATE "C"'
+            ).fetchall()
+            return [agent_from(values) for values in rows]
+
+        return self._run(body, _rerun)
 
     def close(self) -> None:
         with self._lock:

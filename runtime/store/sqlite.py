@@ -18,9 +18,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from interlock.runtime.store._common import (
+    AGENT_COLUMNS,
     INBOX_COLUMNS,
     JOURNAL_COLUMNS,
     SESSION_COLUMNS,
+    agent_exists,
+    agent_from,
+    agent_params,
     check_entries,
     check_ttl,
     dumps,
@@ -35,6 +39,7 @@ from interlock.runtime.store._common import (
 )
 from interlock.runtime.store._retry import Backoff, OnRetry, retry
 from interlock.runtime.store.base import (
+    AgentRecord,
     InboxItem,
     JournalEntry,
     Lease,
@@ -89,6 +94,17 @@ MIGRATIONS: list[tuple[str, ...]] = [
         )""",
         "CREATE INDEX inbox_by_session ON inbox (session_id, id)",
     ),
+    (  # 2: agent process groups; no foreign key, a dispatch need not belong to a session
+        """CREATE TABLE agents (
+            id TEXT PRIMARY KEY,
+            pgid INTEGER NOT NULL,
+            pid INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            argv TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            session_id TEXT
+        )""",
+    ),
 ]
 
 
@@ -132,6 +148,11 @@ class SqliteStore:
             return
         try:
             folder.mkdir(mode=0o700, parents=True)
+        except FileExistsError:  # another process made it first: theirs is as good
+            return
+        except OSError as error:
+            raise StoreUnavailable(f"cannot create the folder for {self.path}: {error}") from error
+        try:
             folder.chmod(0o700)  # mkdir's mode is masked by the umask
         except OSError as error:
             raise StoreUnavailable(f"cannot create the folder for {self.path}: {error}") from error
@@ -395,6 +416,30 @@ class SqliteStore:
             )
 
         self._write(body)
+
+    def record_agent(self, record: AgentRecord) -> None:
+        values = agent_params(record)
+
+        def body(conn: sqlite3.Connection) -> None:
+            if conn.execute("SELECT 1 FROM agents WHERE id = ?", (record.id,)).fetchone():
+                raise agent_exists(record.id)
+            conn.execute(f"INSERT INTO agents ({AGENT_COLUMNS}) VALUES ({_marks(7)})", values)
+
+        self._write(body)
+
+    def forget_agent(self, agent_id: str) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM agents WHERE id = ?", (agent_id,))
+
+        self._write(body)
+
+    def agents(self) -> builtins.list[AgentRecord]:
+        def body(conn: sqlite3.Connection) -> builtins.list[AgentRecord]:
+            rows = conn.execute(f"SELECT {AGENT_COLUMNS} FROM agents"
+                                " ORDER BY started_at, id").fetchall()
+            return [agent_from(values) for values in rows]
+
+        return self._read(body)
 
     def close(self) -> None:
         with self._lock:
