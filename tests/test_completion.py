@@ -371,6 +371,147 @@ def test_never_raises(text: str, fmt: str, min_len: int) -> None:
         parse_verdict(check.document)  # never raises either
 
 
+# --- compact review YAML (a second `: ` in a value) -------------------------------------------
+
+COMPACT = (
+    "p: TECHLEAD\n"
+    "v: CONDITIONAL\n"
+    "i:\n"
+    "  - C: Missing test: the parser ignores tabs\n"
+    '  - H: see docs/foo.md: section "x: y"\n'
+)
+
+
+def test_compact_review_with_second_colon_is_complete() -> None:
+    check = yaml_check(COMPACT)
+    assert check.complete and not check.ended_by_marker and check.reason == ""
+    assert check.document is not None
+    assert parse_verdict(check.document) == Verdict(
+        role="TECHLEAD",
+        verdict="CONDITIONAL",
+        issues=(
+            Issue("C", "Missing test: the parser ignores tabs"),
+            Issue("H", 'see docs/foo.md: section "x: y"'),
+        ),
+    )
+    text = check_document(COMPACT, output_format="text", min_output_length=0)
+    assert text.complete and text.document == check.document
+
+
+def test_compact_review_keeps_marker_fence_and_prose_rules() -> None:
+    assert yaml_check(COMPACT + "...\n").ended_by_marker
+    assert not yaml_check(COMPACT + "...").ended_by_marker  # newline not yet
+    fenced = yaml_check("Review:\n```yaml\n" + COMPACT + "```\nBye.\n")
+    assert fenced.complete and fenced.ended_by_marker
+    prose = yaml_check("Here it is:\n\n" + COMPACT + "Hope this helps!\n")
+    assert prose.complete and not prose.ended_by_marker
+    assert prose.document is not None and len(prose.document["i"]) == 2
+    after_v = COMPACT.index("v: CONDITIONAL\n") + len("v: CONDITIONAL\n")
+    for cut in range(after_v, len(COMPACT) + 1):
+        check = yaml_check(COMPACT[:cut])
+        assert not check.ended_by_marker, COMPACT[:cut]
+        if COMPACT[:cut].endswith("\n"):
+            assert check.complete, COMPACT[:cut]
+    assert not check_document(COMPACT, min_output_length=len(COMPACT) + 1).complete
+
+
+def test_compact_review_top_level_second_colon() -> None:
+    check = yaml_check("p: QA\ns: done: all good\nv: NO-GO\nn: 5\ni: []\n")
+    assert check.complete
+    assert check.document == {"p": "QA", "s": "done: all good", "v": "NO-GO", "n": 5, "i": []}
+    verdict = yaml_check("p: QA\nv: GO: with notes\n").document
+    assert verdict is not None and verdict["v"] == "GO: with notes"
+
+
+def test_compact_review_still_needs_the_field() -> None:
+    assert not yaml_check("p: a: b\nv:\n").complete
+    assert yaml_check("p: a: b\nv: ~\n").reason.endswith("no value yet")
+    assert not yaml_check("p: a: b\nmeta:\n  v: GO\n").complete
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "p: X\nv: GO\ni:\n  - C: a: b\n    file: x.py\n",  # nested mapping in an item
+        "p: X\nv: GO\nmeta:\n  x: a: b\n",  # nested mapping
+        'p: X\nv: GO\ni:\n  - C: "a: b\n',  # broken quote
+        "p: X\nv: GO\ni:\n  - C: a: b\n  - [x, y\n",  # broken flow collection
+        "p: X\nv: GO\ns: [a: b\n",
+        "p: X\nv: GO\ni:\n  - C: a: b\n   - H: c\n",  # items at two indentations
+        "p: X\nv: GO\ns: a: b\n  more text\n",  # continuation line
+        "p: X\nv: GO\ns: a: b\n\tt: c\n",  # tab indentation
+        "p: X\nv: GO\ns: a: b\n- orphan item\n",  # list item under a valued key
+        "p: X\nv: GO\ns: !!python/object/apply:os.system ['true']: x\n",
+        "p: X\nv: *alias: x\n",
+    ],
+)
+def test_otherwise_broken_yaml_stays_incomplete(text: str) -> None:
+    check = yaml_check(text)
+    assert not check.complete and check.document is None
+    assert check.reason.startswith("YAML does not parse: ") and "line" in check.reason
+
+
+def test_refused_yaml_gets_no_lenient_reading() -> None:
+    check = yaml_check("a: &x foo\nb: *x\nv: GO\ni:\n  - C: a: b\n")
+    assert not check.complete and "anchors" in check.reason
+
+
+def test_compact_reading_is_bounded(parses: Counter) -> None:
+    text = "".join(f"k{n}: v\n" for n in range(5000)) + "s: a: b\nv: GO\n"
+    assert not yaml_check(text).complete
+    assert len(parses.calls) <= 2
+
+
+VALUES = [
+    "GO", "NO-GO", "CONDITIONAL", "NO", "yes", "5", "-1", "1.5", ".inf", "0x1F", "null",
+    "~", "", "true", "False", "2024-01-01", "'quoted: x'", '"dq\\tx"', "'it''s'", "[a, b]",
+    "{C: x}", "x # comment", "plain text, with punctuation.", "a-b.c", "--- x", "...",
+    "docs/foo.md#L3", "50%",
+]  # fmt: skip
+KEYS = ["p", "v", "i", "x.y", "a-b", "'q k'", '"dq"', "5", "true", "C", "file"]
+VALUE = st.one_of(st.sampled_from(VALUES), PHRASE)
+
+
+@st.composite
+def compact_documents(draw: st.DrawFn) -> str:
+    """Documents in the compact shape that strict YAML accepts."""
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 5))):
+        key = draw(st.sampled_from(KEYS))
+        if draw(st.booleans()):
+            lines.append(f"{key}: {draw(VALUE)}".rstrip())
+            continue
+        lines.append(f"{key}:")
+        pad = " " * draw(st.sampled_from([0, 2, 4]))
+        for _ in range(draw(st.integers(0, 4))):
+            if draw(st.booleans()):
+                lines.append(f"{pad}- {draw(st.sampled_from(KEYS))}: {draw(VALUE)}".rstrip())
+            else:
+                lines.append(f"{pad}- {draw(VALUE)}".rstrip())
+            if draw(st.integers(0, 5)) == 0:
+                lines.append(draw(st.sampled_from(["", "# note", f"{pad}# note"])))
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=compact_documents())
+def test_compact_reading_agrees_with_strict_yaml(text: str) -> None:
+    strict = completion._load_yaml(text)
+    assert completion._compact_review(text.split("\n")) == strict
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        SEED,
+        COMPACT.replace(": the", " the").replace(': section "x: y"', ""),
+        "v: GO\ni:\n- C: x # c\n- plain\n-\n- ''\ni: # later\n  - 1\n",
+    ],
+)
+def test_compact_reading_agrees_on_samples(text: str) -> None:
+    assert completion._compact_review(text.split("\n")) == completion._load_yaml(text)
+
+
 # --- Verdict ----------------------------------------------------------------------------------
 
 

@@ -8,7 +8,8 @@ YAML/JSON mapping that holds the required field, and then either be explicitly c
 (:attr:`DocumentCheck.ended_by_marker`) or be followed by ``min_silence_cycles`` silent polls.
 
 What agent CLIs really print is handled: one surrounding Markdown code fence, prose lines
-before the document, text after it, Windows newlines and a byte-order mark.
+before the document, text after it, Windows newlines, a byte-order mark, and compact review
+YAML that strict YAML refuses over a second ``: `` in a value (``- C: Missing test: x``).
 
 A closing line (``...``, ``---``, a closing fence, JSON's ``}`` + newline) only counts once
 its newline has arrived: ``...`` may still grow into ``....x``, and an unterminated line is
@@ -137,7 +138,8 @@ def _incomplete(reason: str) -> DocumentCheck:
     return DocumentCheck(complete=False, reason=reason)
 
 
-_KEY = r"(?:\w[\w.\-]*|\"[^\"\n]*\"|'[^'\n]*')[ \t]*:(?:[ \t]|$)"
+_KEY_NAME = r"(?:\w[\w.\-]*|\"[^\"\n]*\"|'[^'\n]*')"
+_KEY = rf"{_KEY_NAME}[ \t]*:(?:[ \t]|$)"
 _KEY_LINE = re.compile(_KEY)
 _FENCE_OPEN = re.compile(r"[ \t]{0,3}```[ \t]*([\w+.\-]*)[ \t]*$")
 _FENCE_CLOSE = re.compile(r"[ \t]{0,3}```[ \t]*$")
@@ -228,14 +230,93 @@ def _check_yaml(
     try:
         doc = _load_yaml("\n".join(lines[start:end]))
     except Exception as exc:  # any input: never raise
-        if not trailing:
-            return _incomplete(f"YAML does not parse: {_one_line(exc)}")
-        try:  # what looked like trailing prose may be part of the document
-            doc = _load_yaml("\n".join(lines[start:b]))
-            trailing = False
-        except Exception as exc2:
-            return _incomplete(f"YAML does not parse: {_one_line(exc2)}")
+        error = exc
+        if trailing:
+            try:  # what looked like trailing prose may be part of the document
+                doc = _load_yaml("\n".join(lines[start:b]))
+                return _finish(doc, required_field, ended=followed_by_marker or fence_closed)
+            except Exception as exc2:
+                error = exc2
+        failed = _incomplete(f"YAML does not parse: {_one_line(error)}")
+        if not isinstance(exc, yaml.YAMLError):  # a refusal gets no lenient reading
+            return failed
+        try:
+            doc = _compact_review(lines[start:end])
+        except Exception:
+            return failed
     return _finish(doc, required_field, ended=not trailing and (followed_by_marker or fence_closed))
+
+
+_MAX_COMPACT_LINES = 1000
+_PAIR = re.compile(rf"({_KEY_NAME})[ \t]*:(?:[ \t]|$)(.*)")
+_ITEM = re.compile(r"( *)-(?: (.*))?")
+_PLAIN_START = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`]|[\-?:]\S")
+
+
+def _compact_entry(line: str) -> tuple[Any, Any]:
+    """One ``key: value`` line as strict YAML reads it; failing that, key and raw text."""
+    try:
+        loaded = _load_yaml(line)
+    except yaml.YAMLError:
+        loaded = None
+    if isinstance(loaded, dict) and len(loaded) == 1:
+        return next(iter(loaded.items()))
+    m = _PAIR.fullmatch(line)
+    text = "" if m is None else m.group(2).strip()
+    if m is None or not _PLAIN_START.match(text):
+        raise ValueError(f"not a compact review line: {line!r}")
+    return _load_yaml(m.group(1)), text
+
+
+def _compact_item(text: str) -> Any:
+    """One list item (the text after ``- ``): as strict YAML reads it, or ``{X: text}``/text."""
+    try:
+        loaded = _load_yaml(f"- {text}")
+    except yaml.YAMLError:
+        loaded = None
+    if isinstance(loaded, list) and len(loaded) == 1:
+        return loaded[0]
+    if _PAIR.fullmatch(text):
+        return dict([_compact_entry(text)])
+    if not _PLAIN_START.match(text):
+        raise ValueError(f"not a compact review item: {text!r}")
+    return text
+
+
+def _compact_review(lines: Sequence[str]) -> dict[Any, Any]:
+    """Read the compact review YAML that strict YAML refuses over a second ``: `` in a value.
+
+    Top-level ``key: value`` lines, a key with no value followed by ``- item`` lines at one
+    indentation, blank and comment lines. Each line is read by the YAML loader first, so what
+    strict YAML accepts reads the same; a line it refuses keeps the rest of the line as text
+    (``- X: text`` gives ``{X: text}``), where a plain scalar could start. Anything else
+    (deeper nesting, broken quotes or flow collections, unknown lines) raises ValueError.
+    """
+    if len(lines) > _MAX_COMPACT_LINES:
+        raise ValueError("too many lines for the compact review reading")
+    doc: dict[Any, Any] = {}
+    open_key: tuple[Any] | None = None  # a key with no value yet: list items may follow
+    indent = -1
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        item = _ITEM.fullmatch(line)
+        if item is not None and open_key is not None:
+            if indent < 0:
+                indent, doc[open_key[0]] = len(item.group(1)), []
+            if len(item.group(1)) != indent:
+                raise ValueError(f"list item at another indentation: {line!r}")
+            doc[open_key[0]].append(_compact_item((item.group(2) or "").strip()))
+            continue
+        pair = _PAIR.fullmatch(line)
+        if pair is None:
+            raise ValueError(f"not a compact review line: {line!r}")
+        key, value = _compact_entry(line)
+        doc[key] = value
+        rest = pair.group(2).strip()
+        open_key = (key,) if not rest or rest.startswith("#") else None
+        indent = -1
+    return doc
 
 
 def _check_json(
