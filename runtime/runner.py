@@ -17,8 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import os
-import socket
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from interlock.machines.bindings import Bindings
 
 from .async_bindings import LoopRef, bridge
 from .clock import Clock, SystemClock
+from .owners import default_owner, owner_is_dead
 from .session import Session, SessionError, Step
 from .snapshot import Snapshot
 from .store.base import (
@@ -60,10 +59,6 @@ def spec_digest(text: str) -> str:
 
 def new_session_id(machine: str) -> str:
     return f"{machine}-{uuid.uuid4().hex[:8]}"
-
-
-def default_owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,21 +270,6 @@ def _get(store: Store, session_id: str) -> SessionRow | None:
         return store.get(session_id)
     except SessionNotFound:
         return None
-
-
-def owner_is_dead(owner: str) -> bool:
-    """Whether a lease owner (``host:pid:tag``) is a process of this host that is gone."""
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def _acquire(store: Store, session_id: str, owner: str, ttl: float, clock: Clock) -> Lease:
