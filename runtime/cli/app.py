@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -186,6 +187,69 @@ def demo(
     from .demo import run_demo
 
     raise typer.Exit(run_demo(workdir))
+
+
+class ResultFormat(StrEnum):
+    JSON = "json"
+    YAML = "yaml"
+
+
+class AgentFormat(StrEnum):
+    YAML = "yaml"
+    JSON = "json"
+    TEXT = "text"
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def dispatch(
+    command: Annotated[list[str], typer.Argument(
+        metavar="-- CMD [ARG...] [::: CMD [ARG...]]...",
+        help="The agent command as argv words (no shell); ':::' separates parallel commands.")],
+    config_file: Annotated[Path | None, typer.Option(
+        "--config", metavar="FILE", help="A project file with a `dispatch:` section "
+        "(default: the nearest interlock.yaml).")] = None,
+    timeout: Annotated[str | None, typer.Option(
+        "--timeout", metavar="S", help="dispatchTimeout: hard limit (>= 10s).")] = None,
+    interval: Annotated[str | None, typer.Option(
+        "--interval", metavar="S", help="pollingInterval (>= 1s).")] = None,
+    required_field: Annotated[str | None, typer.Option(
+        "--required-field", metavar="F", help="The key a complete answer holds (default v).")]
+    = None,
+    fmt: Annotated[ResultFormat, typer.Option(
+        "--format", case_sensitive=False, help="How to print the PollingResult.")]
+    = ResultFormat.JSON,
+    output_format: Annotated[AgentFormat | None, typer.Option(
+        "--output-format", case_sensitive=False, help="What the agent prints (outputFormat; "
+        "default yaml).")] = None,
+    prompt_file: Annotated[str | None, typer.Option(
+        "--prompt-file", metavar="FILE|-", help="Send this file ('-': our stdin) to each "
+        "agent's stdin (default: agents get /dev/null).")] = None,
+    names: Annotated[list[str] | None, typer.Option(
+        "--name", metavar="NAME", help="Label a result (repeat once per command).")] = None,
+    line_buffered: Annotated[bool, typer.Option(
+        "--line-buffered", help="Run agents under `stdbuf -oL -eL`.")] = False,
+    use_pty: Annotated[bool, typer.Option(
+        "--pty", help="Give agents a pseudo-terminal for stdout (line-buffers most programs).")]
+    = False,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Where running agents are recorded (default "
+        "./.interlock/state.db).")] = None,
+    no_store: Annotated[bool, typer.Option(
+        "--no-store", help="Record nothing: agents orphaned by a crash are not cleaned up.")]
+    = False,
+) -> None:
+    """Run sub-agent CLIs, detect completion from their output, print the PollingResult.
+
+    Exit 0 completed, 1 error, 124 timeout, 2 usage or configuration error, 130 interrupted.
+    """
+    from .dispatch import run_dispatch
+
+    raise typer.Exit(run_dispatch(
+        command, config_file=config_file, timeout=timeout, interval=interval,
+        required_field=required_field, fmt=fmt.value,
+        output_format=output_format.value if output_format else None,
+        prompt_file=prompt_file, names=names or [], line_buffered=line_buffered,
+        use_pty=use_pty, store_url=store, use_store=not no_store))
 
 
 @app.command("demo-agent")

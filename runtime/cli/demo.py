@@ -1,29 +1,29 @@
 """``interlock demo``: the offline tour on the embedded defaults.
 
-It validates and compiles every built-in spec on both targets, draws them, and replays
-one PollingState dispatch whose sub-agent prints its verdict line (``v: GO``) *before*
-its issue list: the seed's "``v:`` means done" rule would have cut the answer there;
-interlock's machine waits for a complete document followed by silence.
+It validates and compiles every built-in spec on both targets, draws them, and dispatches
+the seed's four reviewers at once as real processes (``interlock demo-agent``): one exits,
+one answers and then hangs like a stuck CLI, one closes its answer with an end marker and
+hangs, one is slow. Each result comes back as soon as its answer is known complete: a
+whole document followed by silence, never just a ``v:`` line (which would cut off the
+issue list that follows it).
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from pathlib import Path
-from typing import Any
 
-import yaml
 from rich.console import Console
 from rich.table import Table
 
-from interlock.machines import Call, SpecError, build_ir, compile, lint, load
+from interlock.machines import SpecError, build_ir, compile, lint, load
 from interlock.machines.compile import Target
 from interlock.runtime.builtin import builtin_specs
 
 from .output import EXIT_ERRORS, EXIT_OK
 
-# What a reviewer sub-agent prints, in the chunks it arrives in (seed 003's compact YAML).
-AGENT_OUTPUT = ["p: TECHLEAD\n", "v: CONDITIONAL\n", "i:\n",
-                "  - C: polling interval is fixed at 1s\n", "  - H: no idle timeout\n"]
+PROMPT = "Review the plan in plan.md: is the adaptive polling design ready to build?\n"
 
 
 def _targets(path: Path) -> tuple[str, str]:
@@ -68,83 +68,56 @@ def _draw(console: Console, out_dir: Path) -> None:
     console.print(f"Diagrams: {len(written)} files in {out_dir}/ (Mermaid in .md, SVG via dot)")
 
 
-def _polling_bindings() -> dict[str, Any]:
-    """Just enough of a dispatcher's bindings to replay a run without a process."""
-    buffer: list[str] = []
-
-    def document_complete(call: Call) -> bool:
-        text = "".join(buffer)
-        try:
-            document = yaml.safe_load(text)
-        except yaml.YAMLError:
-            return False
-        field = call.context["completion_markers"]["required_field"]
-        return isinstance(document, dict) and field in document
-
-    def buffer_chunk(call: Call) -> None:
-        buffer.append(call.data["text"])
-
-    def count(name: str) -> Any:
-        def action(call: Call) -> None:
-            call.context[name] += 1
-        return action
-
-    def set_field(name: str, value: Any) -> Any:
-        def action(call: Call) -> None:
-            call.context[name] = value
-        return action
-
-    def build_result(call: Call) -> None:
-        call.context["stdout"] = "".join(buffer)
-
-    bindings: dict[str, Any] = {
-        "document_complete": document_complete,
-        "silence_reached": lambda call: (call.context["silence_cycles"] + 1
-                                         >= call.context["min_silence_cycles"]),
-        "exit_ok": lambda call: call.data.get("code") == 0,
-        "buffer_chunk": buffer_chunk,
-        "count_poll": count("poll_count"),
-        "count_silence": count("silence_cycles"),
-        "reset_silence": set_field("silence_cycles", 0),
-        "mark_completion_detected": set_field("completion_detected", True),
-        "clear_completion_detected": set_field("completion_detected", False),
-        "note_marker_completion": set_field("completion_method", "marker"),
-        "build_result": build_result,
-    }
-    machine = build_ir(load(_builtin("polling_state")))
-    for name in machine.actions:
-        bindings.setdefault(name, lambda call: None)
-    return bindings
+# The seed's four reviewers, each misbehaving like a real agent CLI in its own way.
+REVIEWERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("TECHLEAD", (), "exits"),
+    ("SECURITY", ("--linger", "600"), "hangs after answering"),
+    ("QA", ("--end-marker", "--linger", "600"), "end marker, hangs"),
+    ("ARCHITECT", ("--delay", "0.4"), "slow, exits"),
+)
+DEMO_CONFIG = {"dispatchTimeout": 60, "pollingInterval": 1, "idleTimeout": 20,
+               "terminateGrace": 2}
 
 
-def _builtin(name: str) -> Path:
-    return next(p for p in builtin_specs() if p.stem == name)
+def _dispatch_reviewers(console: Console, workdir: Path) -> bool:
+    """Dispatch the four reviewers at once, as real processes, and show the results."""
+    from interlock.runtime.dispatch.config import parse_dispatch_config
+    from interlock.runtime.dispatch.dispatcher import AgentCommand, dispatch_all, owner_id
+    from interlock.runtime.dispatch.orphans import StoreRegistry, reap_orphans
+    from interlock.runtime.store import open_store
 
-
-def _replay(console: Console) -> bool:
-    machine = compile(load(_builtin("polling_state")), bindings=_polling_bindings())
-    run = machine.new()
-    steps: list[tuple[str, dict[str, Any]]] = [("start", {})]
-    for chunk in AGENT_OUTPUT:
-        steps.append(("chunk", {"text": chunk}))
-        steps.append(("marker", {}))  # the dispatcher hints after every line
-        steps.append(("poll", {}))
-    steps += [("silence", {}), ("silence", {})]
-    table = Table(title="PollingState replay (scripted events, no process)", title_justify="left")
-    for column in ("event", "data", "active states"):
+    config = parse_dispatch_config(DEMO_CONFIG)
+    agent = (sys.executable, "-m", "interlock.runtime.cli", "demo-agent")
+    commands = [AgentCommand((*agent, "--role", role, *extra), prompt=PROMPT, name=role)
+                for role, extra, _ in REVIEWERS]
+    store = open_store(None, workdir)
+    try:
+        reap_orphans(store)
+        results = asyncio.run(dispatch_all(commands, config, spill_dir=workdir / "dispatch",
+                                           registry=StoreRegistry(store, owner_id())))
+    finally:
+        store.close()
+    table = Table(title="Four reviewers dispatched in parallel (real processes, "
+                  "demo agent, offline)", title_justify="left")
+    for column in ("reviewer", "behaves", "status", "completion", "seconds", "verdict",
+                   "issues"):
         table.add_column(column)
-    for event, data in steps:
-        run.send(event, **data)
-        shown = repr(data["text"]) if data else ""
-        table.add_row(event, shown, ", ".join(sorted(run.configuration)))
+    ok = True
+    for (role, _, behaves), result in zip(REVIEWERS, results, strict=True):
+        polling = result.polling
+        verdict = polling.verdict
+        ok = ok and polling.success and verdict is not None and verdict.verdict is not None
+        table.add_row(role, behaves, polling.status, str(polling.completion_method),
+                      f"{polling.elapsed_time:.2f}", verdict.verdict if verdict else "-",
+                      str(len(verdict.issues)) if verdict else "-")
     console.print(table)
-    stdout = run.context.get("stdout", "")
-    complete = "completed" in run.configuration and "H: no idle timeout" in stdout
-    verdict = ("[green]completed by marker with the whole issue list[/]" if complete
-               else "[red]did not complete as expected[/]")
-    console.print(f"Result: {verdict}; poll_count={run.context['poll_count']}, "
-                  f"completion_method={run.context['completion_method']}")
-    return complete
+    window = config.completion_markers.min_silence_cycles * config.polling_interval
+    console.print(
+        f"The hung reviewers were stopped after {window:g}s of silence following a complete "
+        "answer, or at once after an end marker; a fixed wait would have taken "
+        f"{config.dispatch_timeout:g}s. Try it: [bold]interlock dispatch -- interlock "
+        "demo-agent --role QA --linger 600[/]")
+    return ok
 
 
 def run_demo(workdir: Path) -> int:
@@ -152,7 +125,7 @@ def run_demo(workdir: Path) -> int:
     console.print("[bold]interlock demo[/]: offline, on the built-in specs\n")
     clean = _specs_table(console)
     _draw(console, workdir / "diagrams")
-    ok = _replay(console)
+    ok = _dispatch_reviewers(console, workdir)
     console.print("\nNext: [bold]interlock validate specs/ --strict[/], "
                   "[bold]interlock diagram polling_state -f svg -o ps.svg[/]")
     return EXIT_OK if clean and ok else EXIT_ERRORS
