@@ -144,9 +144,7 @@ def run_dispatch(words: Sequence[str], *, config_file: Path | None, timeout: str
         if use_store:
             store = open_store(store_url, Path.cwd())
             for reaped in reap_orphans(store, grace=config.terminate_grace):
-                err.print(f"[yellow]stopped[/] agent group {reaped.record.pgid} "
-                          f"({escape(' '.join(reaped.record.argv))}) left by a dead "
-                          f"dispatcher: {reaped.outcome}")
+                err.print(f"[yellow]stopped[/] {escape(reaped.describe())}")
         registry = StoreRegistry(store, owner_id()) if store is not None else None
         try:
             results = asyncio.run(_run_all(commands, config, Path.cwd() / SPILL_DIR, registry))

@@ -82,6 +82,14 @@ def _store(url: str | None) -> Iterator[Store]:
         store.close()
 
 
+def _reap(store: Store) -> None:
+    """Stop agent process groups that a dead runner or dispatcher left behind."""
+    from interlock.runtime.dispatch.orphans import reap_orphans
+
+    for reaped in reap_orphans(store):
+        err.print(f"[yellow]stopped[/] {escape(reaped.describe())}")
+
+
 def _guard(fn: Any) -> int:
     """Run a command body; user mistakes become a message and an exit code."""
     try:
@@ -146,6 +154,7 @@ def run_session(spec: str, session_id: str | None, store_url: str | None,
             raise Usage(f"cannot read spec {path}: {exc}") from None
         bindings = _bindings(text, str(path), bindings_ref, allow_unbound)
         with _store(store_url) as store:
+            _reap(store)
             runner, opened = Runner.open(store, text, str(path), session_id=session_id,
                                          bindings=bindings, context=context, migrate=migrate)
             verb = "started" if opened.created else "resumed"
@@ -160,6 +169,7 @@ def resume_session(session_id: str, store_url: str | None, bindings_ref: str | N
                    allow_unbound: bool) -> int:
     def body() -> int:
         with _store(store_url) as store:
+            _reap(store)
             row = store.get(session_id)
             bindings = _bindings(row.spec_text, row.spec_path, bindings_ref, allow_unbound)
             runner, _ = Runner.open(store, None, row.spec_path, session_id=session_id,

@@ -50,6 +50,11 @@ class Reaped:
     record: AgentRecord
     outcome: str
 
+    def describe(self) -> str:
+        argv = " ".join(self.record.argv)
+        return (f"agent group {self.record.pgid} ({argv}) left by a dead dispatcher: "
+                f"{self.outcome}")
+
 
 def _marked_members(record: AgentRecord) -> list[int]:
     return [pid for pid in group_members(record.pgid) if carries_dispatch_id(pid, record.id)]
