@@ -9,3 +9,6 @@ ln -s "$root/machines" "$tree/interlock/machines"
 ln -s "$root/runtime" "$tree/interlock/runtime"
 cd "$tree"
 "$root/.venv/bin/mypy" --config-file "$root/pyproject.toml" -p interlock.machines -p interlock.runtime
+# The benchmarks import interlock.* like any user would.
+ln -s "$root/bench" "$tree/bench"
+"$root/.venv/bin/mypy" --config-file "$root/pyproject.toml" bench

@@ -45,7 +45,8 @@ from .config import PollingConfiguration
 from .output import STREAMS, OutputBuffer, OutputChunk, Stream
 from .process import AgentProcess, SpawnError, SpawnOptions
 
-STOP_WAIT_STEP = 0.005  # seconds between checks that a signalled group is gone
+STOP_WAIT_FIRST = 0.0005  # first wait for a signalled group to be gone; doubles each time
+STOP_WAIT_STEP = 0.01  # the longest wait between checks
 KILL_WAIT = 5.0  # longest wait for a SIGKILLed group to vanish
 _ALWAYS_HINTS = ("```",)  # a closing code fence also ends a document
 
@@ -417,10 +418,12 @@ class Dispatch:
     async def _wait_gone(self, seconds: float) -> bool:
         assert self.process is not None
         deadline = self._now() + seconds
+        step = STOP_WAIT_FIRST
         while self.process.group_alive():
             if self._now() >= deadline:
                 return False
-            await asyncio.sleep(STOP_WAIT_STEP)
+            await asyncio.sleep(step)
+            step = min(step * 2, STOP_WAIT_STEP)  # most agents are gone within a millisecond
         return True
 
     # -- running ------------------------------------------------------------------------
