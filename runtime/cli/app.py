@@ -252,6 +252,58 @@ def dispatch(
         use_pty=use_pty, store_url=store, use_store=not no_store))
 
 
+@app.command("signal")
+def signal_(
+    session_dir: Annotated[Path, typer.Argument(help="The session folder (holds signals/).")],
+    kind: Annotated[str, typer.Argument(metavar="TYPE", help="STEER, INFO, PAUSE, ABORT, "
+                                        "APPROVE or SKIP.")],
+    message: Annotated[str | None, typer.Argument(help="The message (STEER and INFO need "
+                                                  "one).")] = None,
+    target: Annotated[str, typer.Option("--target", metavar="T", help="ALL, or the consumer "
+                                        "it is for.")] = "ALL",
+    iteration: Annotated[int | None, typer.Option("--iteration", metavar="N", min=0,
+                                                  help="The iteration it applies to.")] = None,
+    wait: Annotated[float | None, typer.Option("--wait", metavar="S", min=0.0, help="Block "
+                                               "until handled; print the receipt (exit 124 "
+                                               "on timeout).")] = None,
+) -> None:
+    """Post a live signal into a session's mailbox (atomically: tmp/, fsync, rename)."""
+    from .signals import send_signal
+
+    raise typer.Exit(send_signal(session_dir, kind, message, target, iteration, wait))
+
+
+mailbox_app = typer.Typer(help="Live-signal mailboxes.", no_args_is_help=True)
+app.add_typer(mailbox_app, name="mailbox")
+
+
+@mailbox_app.command("consume")
+def mailbox_consume(
+    session_dirs: Annotated[list[Path], typer.Argument(metavar="SESSION_DIR...",
+                                                       help="Session folders to serve.")],
+    identity: Annotated[str, typer.Option("--as", metavar="TARGET", help="The target name "
+                                          "this consumer answers to, besides ALL.")] = "ALL",
+    types: Annotated[str | None, typer.Option("--types", metavar="T,...", help="Signal types "
+                                              "to take (default STEER,INFO,PAUSE,ABORT).")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON line per handled "
+                                          "signal.")] = False,
+    once: Annotated[bool, typer.Option("--once", help="Handle what is there now, then "
+                                       "exit.")] = False,
+    count: Annotated[int | None, typer.Option("--count", metavar="N", min=1, help="Exit "
+                                              "after N signals.")] = None,
+    scan_interval: Annotated[float, typer.Option("--scan-interval", metavar="S", min=0.05,
+                                                 help="Seconds between reconciliation "
+                                                 "scans.")] = 2.0,
+) -> None:
+    """Handle signals as they arrive and print each one; several consumers on one mailbox
+    never handle a signal twice."""
+    from .signals import consume
+
+    raise typer.Exit(consume(session_dirs, identity, types, as_json, once, count,
+                             scan_interval))
+
+
 @app.command("demo-agent")
 def demo_agent(
     role: Annotated[str, typer.Option("--role", help="The reviewer persona: TECHLEAD, SECURITY, "

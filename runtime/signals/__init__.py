@@ -1,0 +1,1 @@
+"""Live signals: the mailbox protocol of seed 004."""
