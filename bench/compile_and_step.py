@@ -8,8 +8,10 @@ For every built-in spec (specs/*.yaml) and a generated 50-state spec:
   built from ``State``/``.to()``) and in transitions (a ``HierarchicalMachine``), all in
   this one process, with the ratio compiled / hand-written (goal: >= 0.95).
 
-Guards and actions do the same trivial work everywhere (count a call); before timing,
-each hand-written machine is checked against the compiled one on the same trace.
+Guards and actions do the same trivial work everywhere (read a value, count a call);
+before timing, each hand-written machine is checked against the compiled one on the same
+trace, and for polling_state on its other paths too (POLL_PATHS): the same configuration
+and the same number of actions run after every event.
 
 Run: ``python bench/compile_and_step.py [--quick]``
 """
@@ -25,7 +27,7 @@ from collections.abc import Callable, Iterable
 from functools import reduce
 from operator import or_
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from statemachine import State, StateChart
 from transitions.extensions.nesting import HierarchicalMachine, NestedState
@@ -38,7 +40,11 @@ TARGETS = ("statemachine", "transitions")
 
 # -- the same trivial bindings everywhere -------------------------------------------------
 
-GUARDS = {"document_complete": True, "silence_reached": False, "exit_ok": True, "ready": True}
+# Guard values while timing; a path script (Step) may change them until it ends.
+GUARDS = {"started": True, "is_stdout": True, "document_ended": False,
+          "document_confirmed": False, "document_complete": True, "silence_reached": False,
+          "exit_ok": True, "ready": True}
+Step = str | dict[str, bool]  # an event to send, or guard values from then on
 
 
 def bindings_for(names: Iterable[str], guards: Iterable[str]) -> dict[str, Callable[[Call], Any]]:
@@ -159,8 +165,29 @@ def hand_ring_transitions() -> tuple[HandModel, Callable[[str], Any]]:
 
 # -- polling_state by hand -----------------------------------------------------------------
 
-POLL_TRACE = ("chunk", "poll", "marker", "silence", "chunk", "poll")
-POLL_START = ("start",)
+# After POLL_START the machine is in active/collecting/receiving (the chunk finds the agent
+# started); each round of POLL_TRACE takes a silent poll into marker_seen (no end marker,
+# document not yet confirmed), counts one more, ignores a marker that closes nothing, and
+# goes back to receiving on more stdout.
+POLL_START = ("start", "chunk")
+POLL_TRACE = ("chunk", "poll", "marker", "silence", "silence", "marker", "chunk", "poll")
+# The other paths, checked once before timing, each from a fresh pair of machines; a dict
+# sets guard values from there on. Timer events go by the compiled names (HAND_EVENTS).
+POLL_PATHS: tuple[tuple[Step, ...], ...] = (
+    ("start", {"started": False}, "chunk", "poll", "chunk", {"started": True}, "chunk",
+     "chunk", "marker", {"document_ended": True}, "marker"),
+    ("start", {"document_complete": False}, "silence", {"document_complete": True},
+     "silence", {"is_stdout": False}, "chunk", "silence", {"is_stdout": True}, "chunk",
+     {"document_confirmed": True}, "silence"),
+    ("start", "chunk", "silence", "silence", {"silence_reached": True}, "silence"),
+    ("start", "chunk", "silence", "poll", {"document_ended": True}, "marker"),
+    ("start", "chunk", "silence", "chunk", "after.receiving.0"),
+    ("start", {"started": False}, "chunk", "after.active.0"),
+    ("start", "chunk", "silence", "exited"),
+    ("start", "chunk", {"exit_ok": False}, "exited"),
+    ("start", "spawn_failed"),
+)
+HAND_EVENTS = {"after.active.0": "dispatch_timeout", "after.receiving.0": "idle_timeout"}
 
 
 class HandPolling(StateChart):  # type: ignore[type-arg]
@@ -173,27 +200,48 @@ class HandPolling(StateChart):  # type: ignore[type-arg]
     pending = State(initial=True)
 
     class active(State.Compound):  # the spec's state id
-        receiving = State(initial=True)
-        marker_seen = State(enter="reset_silence")
+        class collecting(State.Compound, initial=True):
+            starting = State(initial=True)
+            receiving = State()
+
+        marker_seen = State()
 
     completed = State(final=True, enter=["terminate_subagent", "build_result"])
     timeout = State(final=True, enter=["terminate_subagent", "build_result"])
     error = State(final=True, enter=["terminate_subagent", "build_result"])
 
     start = pending.to(active, on="spawn_subagent")
-    poll = active.to(None, on="count_poll")
-    exited = active.to(completed, cond="exit_ok", on="record_exit") | active.to(
-        error, on="record_exit")
+    poll = active.to(None, on="count_poll")  # type: ignore[arg-type]
+    exited = (
+        active.to(completed, cond="exit_ok", on="record_exit")  # type: ignore[operator]
+        | active.to(error, on="record_exit")
+    )
     spawn_failed = active.to(error, on="record_spawn_error")
     dispatch_timeout = active.to(timeout, on="note_dispatch_timeout")
-    idle_timeout = active.receiving.to(timeout, on="note_idle_timeout")
-    chunk = active.receiving.to(active.receiving, on="buffer_chunk") | active.marker_seen.to(
-        active.receiving, on=["buffer_chunk", "clear_completion_detected"])
-    marker = active.receiving.to(active.marker_seen, cond="document_complete",
-                                 on="mark_completion_detected")
-    silence = active.marker_seen.to(
-        completed, cond="silence_reached", on=["count_silence", "note_marker_completion"]
-    ) | active.marker_seen.to(None, on="count_silence")
+    idle_timeout = active.collecting.receiving.to(timeout, on="note_idle_timeout")
+    chunk = (
+        active.collecting.starting.to(active.collecting.receiving, cond="started",
+                                      on="buffer_chunk")
+        | active.collecting.starting.to(None, on="buffer_chunk")
+        | active.collecting.receiving.to(active.collecting.receiving, on="buffer_chunk")
+        | active.marker_seen.to(active.collecting.receiving, cond="is_stdout",
+                                on=["buffer_chunk", "clear_completion_detected"])
+        | active.marker_seen.to(None, on="buffer_chunk")
+    )
+    marker = active.collecting.to(
+        completed, cond="document_ended",
+        on=["mark_completion_detected", "note_marker_completion"],
+    ) | active.marker_seen.to(completed, cond="document_ended", on="note_marker_completion")
+    silence = (
+        active.collecting.to(completed, cond="document_confirmed",  # type: ignore[operator]
+                             on=["mark_completion_detected", "count_silence",
+                                 "note_marker_completion"])
+        | active.collecting.to(active.marker_seen, cond="document_complete",
+                               on=["mark_completion_detected", "count_silence"])
+        | active.marker_seen.to(completed, cond="silence_reached",
+                                on=["count_silence", "note_marker_completion"])
+        | active.marker_seen.to(None, on="count_silence")
+    )
 
     def on_enter_active(self) -> None:
         self.calls += 1  # start_clock
@@ -206,43 +254,94 @@ class HandPolling(StateChart):  # type: ignore[type-arg]
 
     spawn_subagent = count_poll = record_exit = record_spawn_error = _act
     note_dispatch_timeout = note_idle_timeout = buffer_chunk = _act
-    clear_completion_detected = mark_completion_detected = reset_silence = _act
+    clear_completion_detected = mark_completion_detected = _act
     count_silence = note_marker_completion = terminate_subagent = build_result = _act
 
     def exit_ok(self) -> bool:
-        return True
+        return GUARDS["exit_ok"]
+
+    def started(self) -> bool:
+        return GUARDS["started"]
+
+    def is_stdout(self) -> bool:
+        return GUARDS["is_stdout"]
+
+    def document_ended(self) -> bool:
+        return GUARDS["document_ended"]
+
+    def document_confirmed(self) -> bool:
+        return GUARDS["document_confirmed"]
 
     def document_complete(self) -> bool:
-        return True
+        return GUARDS["document_complete"]
 
     def silence_reached(self) -> bool:
-        return False
+        return GUARDS["silence_reached"]
+
+
+class HandPollingModel(HandModel):
+    """The model of hand_polling_transitions: polling_state's guards by name."""
+
+    def exit_ok(self) -> bool:
+        return GUARDS["exit_ok"]
+
+    def started(self) -> bool:
+        return GUARDS["started"]
+
+    def is_stdout(self) -> bool:
+        return GUARDS["is_stdout"]
+
+    def document_ended(self) -> bool:
+        return GUARDS["document_ended"]
+
+    def document_confirmed(self) -> bool:
+        return GUARDS["document_confirmed"]
+
+    def document_complete(self) -> bool:
+        return GUARDS["document_complete"]
+
+    def silence_reached(self) -> bool:
+        return GUARDS["silence_reached"]
 
 
 def hand_polling_transitions() -> tuple[HandModel, Callable[[str], Any]]:
-    model = HandModel()
+    model = HandPollingModel()
     finals = [{"name": n, "final": True, "on_enter": ["act", "act"]}
               for n in ("completed", "timeout", "error")]
     states = ["pending",
-              {"name": "active", "initial": "receiving", "on_enter": "act", "on_exit": "act",
-               "children": ["receiving", {"name": "marker_seen", "on_enter": "act"}]},
+              {"name": "active", "initial": "collecting", "on_enter": "act", "on_exit": "act",
+               "children": [{"name": "collecting", "initial": "starting",
+                             "children": ["starting", "receiving"]},
+                            "marker_seen"]},
               *finals]
-    a, r, m = "active", "active/receiving", "active/marker_seen"
-    transitions = [
+    a, c, m = "active", "active/collecting", "active/marker_seen"
+    s, r = "active/collecting/starting", "active/collecting/receiving"
+    transitions: list[dict[str, Any]] = [
         {"trigger": "start", "source": "pending", "dest": a, "after": "act"},
         {"trigger": "poll", "source": a, "dest": None, "after": "act"},
-        {"trigger": "exited", "source": a, "dest": "completed", "conditions": "yes",
+        {"trigger": "exited", "source": a, "dest": "completed", "conditions": "exit_ok",
          "after": "act"},
         {"trigger": "exited", "source": a, "dest": "error", "after": "act"},
         {"trigger": "spawn_failed", "source": a, "dest": "error", "after": "act"},
         {"trigger": "dispatch_timeout", "source": a, "dest": "timeout", "after": "act"},
-        {"trigger": "idle_timeout", "source": r, "dest": "timeout", "after": "act"},
+        {"trigger": "marker", "source": c, "dest": "completed", "conditions": "document_ended",
+         "after": ["act", "act"]},
+        {"trigger": "silence", "source": c, "dest": "completed",
+         "conditions": "document_confirmed", "after": ["act", "act", "act"]},
+        {"trigger": "silence", "source": c, "dest": m, "conditions": "document_complete",
+         "after": ["act", "act"]},
+        {"trigger": "chunk", "source": s, "dest": r, "conditions": "started", "after": "act"},
+        {"trigger": "chunk", "source": s, "dest": None, "after": "act"},
         {"trigger": "chunk", "source": r, "dest": r, "after": "act"},
-        {"trigger": "chunk", "source": m, "dest": r, "after": ["act", "act"]},
-        {"trigger": "marker", "source": r, "dest": m, "conditions": "yes", "after": "act"},
-        {"trigger": "silence", "source": m, "dest": "completed", "conditions": "no",
+        {"trigger": "idle_timeout", "source": r, "dest": "timeout", "after": "act"},
+        {"trigger": "chunk", "source": m, "dest": r, "conditions": "is_stdout",
+         "after": ["act", "act"]},
+        {"trigger": "chunk", "source": m, "dest": None, "after": "act"},
+        {"trigger": "silence", "source": m, "dest": "completed", "conditions": "silence_reached",
          "after": ["act", "act"]},
         {"trigger": "silence", "source": m, "dest": None, "after": "act"},
+        {"trigger": "marker", "source": m, "dest": "completed", "conditions": "document_ended",
+         "after": "act"},
     ]
     HandHSM(model=model, states=states, transitions=transitions, initial="pending",
             auto_transitions=False)
@@ -295,14 +394,44 @@ def compiled_instance(text: str, target: str) -> MachineInstance:
     return compiled.new({"calls": 0})
 
 
-def same_run(compiled: MachineInstance, hand_send: Callable[[str], Any],
-             hand_config: Callable[[], set[str]], trace: Iterable[str]) -> bool:
-    for event in trace:
-        compiled.send(event)
-        hand_send(event)
-        if set(compiled.configuration) != hand_config():
-            return False
-    return True
+class Driver(NamedTuple):
+    """A hand-written machine as the checks drive and read it."""
+
+    send: Callable[[str], Any]
+    configuration: Callable[[], set[str]]
+    calls: Callable[[], int]
+
+
+def chart_driver(chart: Any) -> Driver:
+    return Driver(chart.send, lambda: set(chart.configuration_values), lambda: chart.calls)
+
+
+def transitions_driver(model: Any, trigger: Callable[[str], Any]) -> Driver:
+    def configuration() -> set[str]:
+        value = model.state
+        paths = [value] if isinstance(value, str) else value
+        return {part for path in paths for part in path.split("/")}
+
+    return Driver(trigger, configuration, lambda: model.calls)
+
+
+def same_run(compiled: MachineInstance, hand: Driver, steps: Iterable[Step]) -> bool:
+    """After every event, the same configuration and the same number of actions run."""
+    timed = dict(GUARDS)
+    try:
+        for step in steps:
+            if isinstance(step, dict):
+                GUARDS.update(step)
+                continue
+            before = compiled.context["calls"] - hand.calls()
+            compiled.send(step)
+            hand.send(HAND_EVENTS.get(step, step))
+            if (set(compiled.configuration) != hand.configuration()
+                    or compiled.context["calls"] - hand.calls() != before):
+                return False
+        return True
+    finally:
+        GUARDS.update(timed)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,45 +466,28 @@ def main(argv: list[str] | None = None) -> int:
     header = f"{'machine':<20}{'backend':<14}{'compiled':>12}{'by hand':>12}{'ratio':>8}"
     print(header)
     print("-" * len(header))
-    cases = [("polling_state", (ROOT / "specs" / "polling_state.yaml").read_text(),
-              POLL_START, POLL_TRACE),
-             ("ring50", ring_spec(), (), RING_TRACE)]
+    ring_chart = hand_ring_chart()
+    cases: list[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[tuple[Step, ...], ...],
+                      Callable[[], Driver], Callable[[], Driver]]] = [
+        ("polling_state", (ROOT / "specs" / "polling_state.yaml").read_text(),
+         POLL_START, POLL_TRACE, POLL_PATHS, lambda: chart_driver(HandPolling()),
+         lambda: transitions_driver(*hand_polling_transitions())),
+        ("ring50", ring_spec(), (), RING_TRACE, (), lambda: chart_driver(ring_chart()),
+         lambda: transitions_driver(*hand_ring_transitions())),
+    ]
     ok = True
-    for name, text, prefix, trace in cases:
-        # python-statemachine
-        compiled = compiled_instance(text, "statemachine")
-        hand: Any = (HandPolling if name == "polling_state" else hand_ring_chart())()
-        for event in prefix:
-            compiled.send(event)
-            hand.send(event)
-        chart = hand
-
-        def chart_config(chart: Any = chart) -> set[str]:
-            return set(chart.configuration_values)
-
-        agree = same_run(compiled, hand.send, chart_config, trace * 3)
-        c, h = paired_rates(compiled.send, hand.send, trace, events, repeats)
-        ok &= agree
-        print(f"{name:<20}{'statemachine':<14}{c:>12,.0f}{h:>12,.0f}{c / h:>8.2f}"
-              + ("" if agree else "  (hand-written differs!)"))
-        # transitions
-        tcompiled = compiled_instance(text, "transitions")
-        model, trigger = (hand_polling_transitions() if name == "polling_state"
-                          else hand_ring_transitions())
-        for event in prefix:
-            tcompiled.send(event)
-            trigger(event)
-
-        def hand_config(model: Any = model) -> set[str]:
-            value = model.state
-            paths = [value] if isinstance(value, str) else value
-            return {part for path in paths for part in path.split("/")}
-
-        agree = same_run(tcompiled, trigger, hand_config, trace * 3)
-        c, h = paired_rates(tcompiled.send, trigger, trace, events, repeats)
-        ok &= agree
-        print(f"{name:<20}{'transitions':<14}{c:>12,.0f}{h:>12,.0f}{c / h:>8.2f}"
-              + ("" if agree else "  (hand-written differs!)"))
+    for name, text, prefix, trace, paths, *new_hands in cases:
+        for target, new_hand in zip(TARGETS, new_hands, strict=True):
+            # checked once, before timing: the timed machines through the prefix and the
+            # trace three times, then each other path from fresh machines
+            compiled, hand = compiled_instance(text, target), new_hand()
+            agree = same_run(compiled, hand, prefix + trace * 3)
+            for steps in paths:
+                agree &= same_run(compiled_instance(text, target), new_hand(), steps)
+            c, h = paired_rates(compiled.send, hand.send, trace, events, repeats)
+            ok &= agree
+            print(f"{name:<20}{target:<14}{c:>12,.0f}{h:>12,.0f}{c / h:>8.2f}"
+                  + ("" if agree else "  (hand-written differs!)"))
 
     print("\nOther built-in specs, compiled (events/s over their declared events):")
     for name, file, text in specs[:-1]:
