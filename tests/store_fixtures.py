@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -55,7 +56,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite://{tmp_path / 'state.db'}"
     url: str = request.getfixturevalue("pg_url")
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("TRUNCATE sessions, journal, inbox, agents RESTART IDENTITY")
+        conn.execute("TRUNCATE sessions, journal, inbox, agents, deliveries RESTART IDENTITY")
     return url
 
 
@@ -66,3 +67,22 @@ def store(target: str) -> Iterator[Store]:
     opened.close()
 
 
+
+
+# -- workers for real processes (spawned: they import this module by name) ----------------
+
+
+def offer_worker(url: str, session_id: str, worker: int, keys: list[str], barrier: Any,
+                 results: Any) -> None:
+    """Offer every key; report [(key, id or None), ...]. Workers pair up on an order (so
+    two race for each key at once), pairs start at different places."""
+    store = open_store(url, Path.cwd())
+    try:
+        shift = (worker // 2 * 17) % len(keys)
+        order = keys[shift:] + keys[:shift]
+        barrier.wait(timeout=30)
+        got = [(key, store.offer(session_id, "signal", {"key": key, "worker": worker},
+                                 float(n), key=key)) for n, key in enumerate(order)]
+        results.put((worker, got))
+    finally:
+        store.close()

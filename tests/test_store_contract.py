@@ -24,7 +24,7 @@ from interlock.runtime.store import (
 )
 from interlock.runtime.store import postgres as postgres_module
 from interlock.runtime.store import sqlite as sqlite_module
-from interlock.runtime.store.base import AgentRecord
+from interlock.runtime.store.base import AgentRecord, InboxItem
 
 from store_helpers import (
     commit_worker,
@@ -93,6 +93,8 @@ def test_unknown_sessions(store: Store) -> None:
         lambda: store.journal("nope"),
         lambda: store.inbox("nope"),
         lambda: store.enqueue("nope", "start", {}, 1.0),
+        lambda: store.offer("nope", "start", {}, 1.0, key="k1"),
+        lambda: store.delivered("nope", "k1"),
         lambda: store.acquire("nope", "runner-a", TTL, 100.0),
         lambda: store.commit_step("nope", expected_seq=0, lease_token=1, entries=[],
                                   snapshot={}, status="running", consumed=[], now=100.0),
@@ -205,6 +207,72 @@ def test_the_journal_is_append_only(store: Store, target: str) -> None:
     assert store.journal("s1", after_seq=-1) == [created()]
 
 
+# -- offer: keyed, at most once ------------------------------------------------------------
+
+
+def test_offer_queues_once_per_key(store: Store) -> None:
+    store.create(row("s1"), created())
+    assert not store.delivered("s1", "sig-1")
+    first = store.offer("s1", "signal", {"path": "in/sig-1.json", "ünï": [1, None]}, 50.0,
+                        key="sig-1")
+    assert isinstance(first, int)
+    assert store.inbox("s1") == [
+        InboxItem(first, "s1", "signal", {"path": "in/sig-1.json", "ünï": [1, None]}, 50.0)]
+    assert store.offer("s1", "other", {"again": True}, 51.0, key="sig-1") is None
+    assert [(i.id, i.event) for i in store.inbox("s1")] == [(first, "signal")]
+    assert store.delivered("s1", "sig-1") and not store.delivered("s1", "sig-2")
+    second = store.offer("s1", "signal", {}, 52.0, key="sig-2")
+    plain = store.enqueue("s1", "start", {}, 53.0)  # offers and enqueues share one order
+    assert second is not None and first < second < plain
+    assert [i.id for i in store.inbox("s1")] == [first, second, plain]
+
+
+def test_offer_keys_belong_to_their_session(store: Store) -> None:
+    store.create(row("s1"), created())
+    store.create(row("s2"), created())
+    one = store.offer("s1", "signal", {}, 1.0, key="shared")
+    two = store.offer("s2", "signal", {}, 2.0, key="shared")
+    assert one is not None and two is not None and one != two
+    assert [i.id for i in store.inbox("s1")] == [one]
+    assert [i.id for i in store.inbox("s2")] == [two]
+    assert store.offer("s2", "signal", {}, 3.0, key="shared") is None
+    assert store.offer("s1", "signal", {}, 3.0, key="SHARED") is not None  # keys are exact
+
+
+def test_an_offer_key_outlives_its_consumed_item(store: Store) -> None:
+    lease = started(store)
+    item = store.offer("s1", "signal", {"n": 1}, 50.0, key="sig-1")
+    assert item is not None
+    commit(store, lease, 0, consumed=[item])
+    assert store.inbox("s1") == []
+    assert store.delivered("s1", "sig-1")
+    assert store.offer("s1", "signal", {"n": 1}, 60.0, key="sig-1") is None
+    assert store.inbox("s1") == []
+
+
+def test_an_offer_key_must_not_be_empty(store: Store) -> None:
+    store.create(row("s1"), created())
+    with pytest.raises(StoreError, match="key") as caught:
+        store.offer("s1", "signal", {}, 1.0, key="")
+    assert not isinstance(caught.value, SessionNotFound)
+    assert store.inbox("s1") == []
+
+
+def test_an_offer_with_bad_data_records_no_key(store: Store) -> None:
+    store.create(row("s1"), created())
+    with pytest.raises(ValueError):
+        store.offer("s1", "signal", {"x": float("nan")}, 1.0, key="sig-1")
+    assert not store.delivered("s1", "sig-1") and store.inbox("s1") == []
+    assert store.offer("s1", "signal", {}, 1.0, key="sig-1") is not None
+
+
+def test_an_offer_whose_item_cannot_be_written_records_no_key(store: Store) -> None:
+    store.create(row("s1"), created())
+    with pytest.raises(StoreError):  # event is NOT NULL: the item fails, so must the key
+        store.offer("s1", None, {}, 1.0, key="sig-1")  # type: ignore[arg-type]
+    assert not store.delivered("s1", "sig-1") and store.inbox("s1") == []
+
+
 # -- leases -----------------------------------------------------------------------------
 
 
@@ -291,6 +359,33 @@ def test_enqueue_from_concurrent_processes_loses_nothing(store: Store, target: s
     assert [item.id for item in items] == sorted(item.id for item in items)
     for w in range(workers):  # each writer's items in the order it queued them
         assert [i.data["n"] for i in items if i.data["worker"] == w] == list(range(count))
+
+
+def test_offers_of_the_same_keys_from_concurrent_processes_queue_each_once(
+        store: Store, target: str) -> None:
+    from store_fixtures import offer_worker  # here, not above: the plugin is imported by then
+
+    store.create(row("s1"), created())
+    workers, keys = 4, [f"sig-{n:02d}" for n in range(50)]
+    barrier, results = SPAWN.Barrier(workers), SPAWN.Queue()
+    procs = [SPAWN.Process(target=offer_worker, args=(target, "s1", w, keys, barrier, results))
+             for w in range(workers)]
+    for proc in procs:
+        proc.start()
+    reports = dict(results.get(timeout=120) for _ in range(workers))
+    for proc in procs:
+        proc.join(timeout=30)
+    assert [proc.exitcode for proc in procs] == [0] * workers
+    items = store.inbox("s1")
+    assert len(items) == len(keys)
+    assert sorted(item.data["key"] for item in items) == keys
+    won = {key: (w, got) for w, report in reports.items() for key, got in report
+           if got is not None}
+    assert sorted(won) == keys  # every key: exactly one offer got an id, the others None
+    assert sum(got is not None for report in reports.values() for _, got in report) == 50
+    for item in items:  # the id each winner was told is its item, carrying its data
+        assert won[item.data["key"]] == (item.data["worker"], item.id)
+    assert all(store.delivered("s1", key) for key in keys)
 
 
 def test_concurrent_commits_of_one_step_have_one_winner(store: Store, target: str) -> None:
@@ -441,5 +536,35 @@ def test_a_store_from_before_agent_records_is_migrated(
         assert store.journal("s1", after_seq=-1) == [created()]
         store.record_agent(agent("a1", session_id="s1"))
         assert store.agents() == [agent("a1", session_id="s1")]
+    finally:
+        store.close()
+
+
+def test_a_store_from_before_deliveries_is_migrated(
+        empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
+    steps = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", steps[:2])  # version 2: no deliveries table
+    old = open_store(empty_target, Path.cwd())
+    try:
+        old.create(row("s1"), created())
+        queued = old.enqueue("s1", "start", {"by": "cli"}, 5.0)
+        old.record_agent(agent("a1", session_id="s1"))
+    finally:
+        old.close()
+    assert schema_version(empty_target) == 2
+    monkeypatch.setattr(module, "MIGRATIONS", steps)
+    store = open_store(empty_target, Path.cwd())
+    try:
+        assert schema_version(empty_target) == len(steps) == 3
+        assert store.get("s1") == row("s1")
+        assert store.journal("s1", after_seq=-1) == [created()]
+        assert store.inbox("s1") == [InboxItem(queued, "s1", "start", {"by": "cli"}, 5.0)]
+        assert store.agents() == [agent("a1", session_id="s1")]
+        assert not store.delivered("s1", "sig-1")
+        offered = store.offer("s1", "signal", {}, 6.0, key="sig-1")
+        assert offered is not None and offered > queued
+        assert store.offer("s1", "signal", {}, 7.0, key="sig-1") is None
+        assert [item.id for item in store.inbox("s1")] == [queued, offered]
     finally:
         store.close()

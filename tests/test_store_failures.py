@@ -173,7 +173,7 @@ def test_a_schema_newer_than_this_interlock_is_refused(tmp_path: Path) -> None:
 @pytest.fixture
 def pg(pg_url: str) -> str:
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("TRUNCATE sessions, journal, inbox, agents RESTART IDENTITY")
+        conn.execute("TRUNCATE sessions, journal, inbox, agents, deliveries RESTART IDENTITY")
     return pg_url
 
 
@@ -304,3 +304,36 @@ def test_a_record_agent_cut_off_at_commit_lands_once(
     with pytest.raises(StoreError, match="already exists"):
         store.record_agent(record)
     store.forget_agent("a1")
+
+
+@pytest.mark.parametrize("cut", ["commit", "answer"])
+def test_an_offer_cut_off_at_commit_lands_once_and_returns_its_id(
+        proxied: tuple[Proxy, PostgresStore], cut: str) -> None:
+    proxy, store = proxied
+    store.create(row(), created())
+    store.on_retry = retries = Retries()
+    proxy.lose(cut)  # type: ignore[arg-type]
+    got = store.offer("s1", "signal", {"n": 1}, 5.0, key="sig-1")
+    assert proxy.fired.is_set() and retries.count == 1
+    items = store.inbox("s1")
+    assert got is not None and [(i.id, i.event, i.data) for i in items] == [
+        (got, "signal", {"n": 1})]  # one item, and the caller was told its id
+    assert store.delivered("s1", "sig-1")
+    assert store.offer("s1", "signal", {"n": 1}, 6.0, key="sig-1") is None
+    assert [i.id for i in store.inbox("s1")] == [got]
+
+
+def test_an_offer_cut_off_after_another_took_its_key_says_none(
+        proxied: tuple[Proxy, PostgresStore], pg: str) -> None:
+    proxy, store = proxied
+    store.create(row(), created())
+    other = PostgresStore(pg)
+    try:
+        taken = other.offer("s1", "signal", {"by": "other"}, 4.0, key="sig-1")
+    finally:
+        other.close()
+    store.on_retry = retries = Retries()
+    proxy.lose("answer")
+    assert store.offer("s1", "signal", {"by": "us"}, 5.0, key="sig-1") is None
+    assert proxy.fired.is_set() and retries.count == 1
+    assert [(i.id, i.data) for i in store.inbox("s1")] == [(taken, {"by": "other"})]

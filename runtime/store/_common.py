@@ -89,6 +89,12 @@ def agent_exists(agent_id: str) -> StoreError:
     return StoreError(f"an agent process record {agent_id!r} already exists")
 
 
+def check_key(key: str) -> None:
+    """StoreError unless ``key`` (an ``offer`` key) is a non-empty string."""
+    if not key:
+        raise StoreError(f"a delivery key must be a non-empty string, not {key!r}")
+
+
 def check_entries(entries: Sequence[JournalEntry], seq: int) -> None:
     """ValueError unless every entry belongs to step ``seq``."""
     wrong = [entry.seq for entry in entries if entry.seq != seq]

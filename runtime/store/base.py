@@ -156,6 +156,21 @@ class Store(Protocol):
     def enqueue(self, session_id: str, event: str, data: dict[str, Any], at: float) -> int:
         """Queue an event for the session's runner; returns the item id."""
 
+    def offer(self, session_id: str, event: str, data: dict[str, Any], at: float,
+              key: str) -> int | None:
+        """Queue an event like ``enqueue``, at most once per (session, ``key``), ever: for
+        deliveries that may be repeated (a signal re-sent after a crash), keyed by the
+        sender's id for it. Returns the new item's id, or None when ``key`` was offered to
+        this session before: None means the key's item is in the session's inbox or was
+        consumed into its journal, by this caller or another. The key and the item are
+        written in one transaction, so neither exists without the other; concurrent offers
+        of one key queue one item and none fails. A call that had to be retried returns its
+        own item's id if its first attempt did land (never a second item). StoreError for
+        an empty ``key``. Keys are forgotten only with their session."""
+
+    def delivered(self, session_id: str, key: str) -> bool:
+        """Whether ``key`` was ever offered to the session (its item may be consumed)."""
+
     def inbox(self, session_id: str) -> builtins.list[InboxItem]:
         """Queued items, oldest first."""
 

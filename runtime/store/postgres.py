@@ -5,7 +5,8 @@ token; a lease is taken by one atomic ``UPDATE ... RETURNING``. Lost connections
 timeouts and deadlocks are retried with backoff on a fresh connection, then reported as
 StoreUnavailable naming host and port (never the password). A connection lost during
 COMMIT leaves the outcome unknown: every call but enqueue finds out and goes on; enqueue
-says so (StoreUnavailable) rather than risk queueing an event twice.
+says so (StoreUnavailable) rather than risk queueing an event twice (offer, keyed, finds
+its own item and returns its id).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from interlock.runtime.store._common import (
     agent_from,
     agent_params,
     check_entries,
+    check_key,
     check_ttl,
     dumps,
     entry_from,
@@ -114,6 +116,15 @@ MIGRATIONS: list[tuple[str, ...]] = [
             argv TEXT NOT NULL,
             started_at DOUBLE PRECISION NOT NULL,
             session_id TEXT
+        )""",
+    ),
+    (  # 3: offer keys, kept after their inbox item is consumed (no foreign key on inbox_id)
+        """CREATE TABLE deliveries (
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            inbox_id BIGINT NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (session_id, key)
         )""",
     ),
 ]
@@ -404,6 +415,58 @@ class PostgresStore:
             return int(values[0])
 
         return self._run(body, None)
+
+    def offer(self, session_id: str, event: str, data: dict[str, Any], at: float,
+              key: str) -> int | None:
+        check_key(key)
+        data_text = dumps(data)
+        drawn: int | None = None  # the item id the latest attempt wrote, if it wrote one
+
+        def body(conn: Conn) -> int | None:
+            nonlocal drawn
+            drawn = None
+            self._lock_session(conn, session_id)  # ids grow in commit order, as for enqueue
+            # The key first, with the item's id drawn from the inbox's own sequence: on a
+            # taken key (committed, or in flight elsewhere: then this waits for it) nothing
+            # is written and nothing raises; a drawn id is burnt, a gap like a rollback's.
+            values = conn.execute(
+                "INSERT INTO deliveries (session_id, key, inbox_id, at)"
+                " VALUES (%s, %s, nextval(pg_get_serial_sequence('inbox', 'id')), %s)"
+                " ON CONFLICT (session_id, key) DO NOTHING RETURNING inbox_id",
+                (session_id, key, at),
+            ).fetchone()
+            if values is None:
+                return None
+            item = int(values[0])
+            conn.execute(
+                "INSERT INTO inbox (id, session_id, event, data, enqueued_at)"
+                " OVERRIDING SYSTEM VALUE VALUES (%s, %s, %s, %s::jsonb, %s)",
+                (item, session_id, event, data_text, at),
+            )
+            drawn = item
+            return item
+
+        def resolve(conn: Conn) -> int | None:
+            # A sequence never hands an id out twice, so a delivery carrying the id our
+            # lost attempt drew is that attempt, landed: its item is ours. Otherwise run
+            # again: that queues the item, or finds the key taken (by another) and says None.
+            if drawn is None:
+                return None
+            stored = conn.execute(
+                "SELECT inbox_id FROM deliveries WHERE session_id = %s AND key = %s",
+                (session_id, key),
+            ).fetchone()
+            return drawn if stored == (drawn,) else None
+
+        return self._run(body, resolve)
+
+    def delivered(self, session_id: str, key: str) -> bool:
+        def body(conn: Conn) -> bool:
+            self._require(conn, session_id)
+            return conn.execute("SELECT 1 FROM deliveries WHERE session_id = %s AND key = %s",
+                                (session_id, key)).fetchone() is not None
+
+        return self._run(body, _rerun)
 
     def inbox(self, session_id: str) -> builtins.list[InboxItem]:
         def body(conn: Conn) -> builtins.list[InboxItem]:

@@ -26,6 +26,7 @@ from interlock.runtime.store._common import (
     agent_from,
     agent_params,
     check_entries,
+    check_key,
     check_ttl,
     dumps,
     entry_from,
@@ -103,6 +104,15 @@ MIGRATIONS: list[tuple[str, ...]] = [
             argv TEXT NOT NULL,
             started_at REAL NOT NULL,
             session_id TEXT
+        )""",
+    ),
+    (  # 3: offer keys, kept after their inbox item is consumed (no foreign key on inbox_id)
+        """CREATE TABLE deliveries (
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            inbox_id INTEGER NOT NULL,
+            at REAL NOT NULL,
+            PRIMARY KEY (session_id, key)
         )""",
     ),
 ]
@@ -349,6 +359,36 @@ class SqliteStore:
             return cursor.lastrowid
 
         return self._write(body)
+
+    def offer(self, session_id: str, event: str, data: dict[str, Any], at: float,
+              key: str) -> int | None:
+        check_key(key)
+        data_text = dumps(data)
+
+        def body(conn: sqlite3.Connection) -> int | None:
+            # BEGIN IMMEDIATE: no other writer between the look-up and the inserts.
+            self._require(conn, session_id)
+            if conn.execute("SELECT 1 FROM deliveries WHERE session_id = ? AND key = ?",
+                            (session_id, key)).fetchone():
+                return None
+            cursor = conn.execute(
+                "INSERT INTO inbox (session_id, event, data, enqueued_at) VALUES (?, ?, ?, ?)",
+                (session_id, event, data_text, at),
+            )
+            assert cursor.lastrowid is not None
+            conn.execute("INSERT INTO deliveries (session_id, key, inbox_id, at)"
+                         " VALUES (?, ?, ?, ?)", (session_id, key, cursor.lastrowid, at))
+            return cursor.lastrowid
+
+        return self._write(body)
+
+    def delivered(self, session_id: str, key: str) -> bool:
+        def body(conn: sqlite3.Connection) -> bool:
+            self._require(conn, session_id)
+            return conn.execute("SELECT 1 FROM deliveries WHERE session_id = ? AND key = ?",
+                                (session_id, key)).fetchone() is not None
+
+        return self._read(body)
 
     def inbox(self, session_id: str) -> builtins.list[InboxItem]:
         def body(conn: sqlite3.Connection) -> builtins.list[InboxItem]:
