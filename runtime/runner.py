@@ -81,6 +81,9 @@ class Runner:
         self.clock = clock
         self.ttl = ttl
         self.seq = row.seq
+        self.active: tuple[str, ...] = session.active  # as of the last committed step
+        self._wake: asyncio.Event | None = None
+        self._wake_loop: asyncio.AbstractEventLoop | None = None
 
     # -- opening ----------------------------------------------------------------------
 
@@ -190,6 +193,18 @@ class Runner:
         self._commit([step])
         return step
 
+    def wake(self) -> None:
+        """Look at the inbox now instead of at the next poll (thread-safe; for a signal
+        consumer that has just queued an event)."""
+        loop, wake = self._wake_loop, self._wake
+        if loop is not None and wake is not None:
+            loop.call_soon_threadsafe(wake.set)
+
+    def accepts(self, event: str) -> bool:
+        """Whether the session's active states take ``event`` (thread-safe: reads the
+        configuration as of the last committed step)."""
+        return self.session.accepts(event, self.active)
+
     async def run(self, stop: asyncio.Event | None = None, poll: float = INBOX_POLL,
                   on_step: Callable[[Step], None] | None = None) -> None:
         """Pump until the session is final or ``stop`` is set; ``on_step`` sees each step.
@@ -200,6 +215,8 @@ class Runner:
         """
         stop = stop or asyncio.Event()
         self.loop_ref.attach(asyncio.get_running_loop())
+        self._wake = asyncio.Event()
+        self._wake_loop = asyncio.get_running_loop()
         renewer = asyncio.create_task(self._renew_until_cancelled())
         try:
             await self._loop(stop, poll, on_step, renewer)
@@ -227,8 +244,19 @@ class Runner:
             deadline = self.session.next_deadline()
             if deadline is not None:
                 wait = max(0.0, min(wait, deadline - self.clock.now()))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=wait)
+            await self._idle(stop, wait)
+
+    async def _idle(self, stop: asyncio.Event, seconds: float) -> None:
+        """Wait until ``stop``, a :meth:`wake`, or ``seconds`` have passed."""
+        wake = self._wake
+        assert wake is not None
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+            wake.clear()
 
     def close(self) -> None:
         self.store.release(self.lease)
@@ -254,6 +282,7 @@ class Runner:
         except StaleSession as exc:
             raise SessionBusy(f"session {self.session_id!r} was taken over by another "
                               f"runner; this one stops ({exc})") from None
+        self.active = self.session.active
 
     def _keep_lease(self) -> None:
         now = self.clock.now()

@@ -10,7 +10,7 @@ for events and deadlines is the runner's job (``runtime/runner.py``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -118,9 +118,10 @@ class Session:
         timers = self.timers
         return timers[0].deadline if timers else None
 
-    def accepts(self, event: str) -> bool:
-        """Whether some active state has a transition listening for ``event``."""
-        config = self.instance.configuration
+    def accepts(self, event: str, configuration: Iterable[str] | None = None) -> bool:
+        """Whether some active state (of ``configuration``, default the current one) has a
+        transition listening for ``event``."""
+        config = self.instance.configuration if configuration is None else configuration
         return any(
             t.event is not None and t.kind is not TransitionKind.ALWAYS
             and descriptor_matches(t.event, event)

@@ -95,6 +95,13 @@ UnboundOpt = Annotated[bool, typer.Option(
     "false (for exploring a spec by hand).")]
 
 
+SignalsOpt = Annotated[bool, typer.Option(
+    "--signals/--no-signals", help="Consume live signals from the session folder's mailbox.")]
+SignalsAsOpt = Annotated[str, typer.Option(
+    "--signals-as", metavar="TARGET", help="Also take signals addressed to TARGET (besides "
+    "ALL).")]
+
+
 @app.command()
 def run(
     spec: Annotated[str, typer.Argument(help="A spec file or built-in spec name.")],
@@ -107,12 +114,18 @@ def run(
     allow_unbound: UnboundOpt = False,
     migrate: Annotated[bool, typer.Option("--migrate", help="Continue a session whose spec "
                                           "file changed, on the new spec.")] = False,
+    signals: SignalsOpt = True,
+    signals_as: SignalsAsOpt = "ALL",
 ) -> None:
-    """Start (or continue) a session and run it until a final state or Ctrl-C."""
-    from .sessions import run_session
+    """Start (or continue) a session and run it until a final state or Ctrl-C.
+
+    Live signals dropped into .interlock/sessions/ID/signals/inputs/ (interlock signal)
+    arrive as events signal.STEER, signal.PAUSE, ... within milliseconds.
+    """
+    from .sessions import SignalOptions, run_session
 
     raise typer.Exit(run_session(spec, session, store, bindings, context, allow_unbound,
-                                 migrate))
+                                 migrate, SignalOptions(signals, signals_as)))
 
 
 @app.command()
@@ -121,11 +134,14 @@ def resume(
     store: StoreOpt = None,
     bindings: BindingsOpt = None,
     allow_unbound: UnboundOpt = False,
+    signals: SignalsOpt = True,
+    signals_as: SignalsAsOpt = "ALL",
 ) -> None:
     """Continue a stopped or crashed session where its last step left it."""
-    from .sessions import resume_session
+    from .sessions import SignalOptions, resume_session
 
-    raise typer.Exit(resume_session(session, store, bindings, allow_unbound))
+    raise typer.Exit(resume_session(session, store, bindings, allow_unbound,
+                                    SignalOptions(signals, signals_as)))
 
 
 @app.command()

@@ -8,9 +8,9 @@ import signal
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -27,6 +27,9 @@ from interlock.runtime.snapshot import Snapshot, SnapshotError
 from interlock.runtime.store import SessionNotFound, Store, StoreError, open_store
 
 from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnostics
+
+if TYPE_CHECKING:
+    from interlock.runtime.signals.session_feed import SessionFeed
 
 EXIT_INTERRUPTED = 130
 out = Console(highlight=False, soft_wrap=True)
@@ -105,7 +108,35 @@ def _guard(fn: Any) -> int:
         return fail(str(exc))
 
 
-def _drive(runner: Runner) -> int:
+@dataclass(frozen=True)
+class SignalOptions:
+    """``--signals/--no-signals`` and ``--signals-as`` of run and resume."""
+
+    enabled: bool = True
+    identity: str = "ALL"
+
+
+def _feed(runner: Runner, store_url: str | None, options: SignalOptions) -> SessionFeed | None:
+    """A live-signal consumer for the session's mailbox, with a store connection of its
+    own, or None when signals are off."""
+    if not options.enabled:
+        return None
+    from interlock.runtime.signals.model import SignalError, check_identifier
+    from interlock.runtime.signals.session_feed import SessionFeed, session_dir
+
+    try:
+        check_identifier(options.identity, "--signals-as")
+        folder = session_dir(Path.cwd(), runner.session_id)
+    except SignalError as exc:
+        raise Usage(str(exc)) from None
+    feed = SessionFeed(runner, open_store(store_url, Path.cwd()), folder,
+                       identity=options.identity)
+    err.print(f"signals: {escape(str(feed.mailbox.inputs))} (interlock signal "
+              f"{escape(str(folder))} STEER 'message')")
+    return feed
+
+
+def _drive(runner: Runner, feed: SessionFeed | None = None) -> int:
     """Run until final or Ctrl-C; every step is already committed when Ctrl-C lands."""
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
@@ -116,11 +147,21 @@ def _drive(runner: Runner) -> int:
         interrupted = True
         stop.set()
 
+    def on_step(step: Step) -> None:
+        _print_step(step)
+        if feed is not None and step.before != step.after:
+            feed.stepped()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
+    if feed is not None:
+        feed.start()
     try:
-        loop.run_until_complete(runner.run(stop, on_step=_print_step))
+        loop.run_until_complete(runner.run(stop, on_step=on_step))
     finally:
+        if feed is not None:
+            feed.stop()
+            feed.store.close()
         runner.close()
         loop.close()
     active = escape(", ".join(runner.session.active))
@@ -144,7 +185,8 @@ def _print_step(step: Step) -> None:
 
 def run_session(spec: str, session_id: str | None, store_url: str | None,
                 bindings_ref: str | None, context_json: str | None,
-                allow_unbound: bool, migrate: bool = False) -> int:
+                allow_unbound: bool, migrate: bool = False,
+                signals: SignalOptions | None = None) -> int:
     def body() -> int:
         context = parse_json_object(context_json, "--context")
         path = resolve_spec(spec)
@@ -160,13 +202,13 @@ def run_session(spec: str, session_id: str | None, store_url: str | None,
             verb = "started" if opened.created else "resumed"
             active = escape(", ".join(runner.session.active))
             err.print(f"session {runner.session_id} {verb} \\[{active}] (store: {store.url})")
-            return _drive(runner)
+            return _drive(runner, _feed(runner, store_url, signals or SignalOptions()))
 
     return _guard(body)
 
 
 def resume_session(session_id: str, store_url: str | None, bindings_ref: str | None,
-                   allow_unbound: bool) -> int:
+                   allow_unbound: bool, signals: SignalOptions | None = None) -> int:
     def body() -> int:
         with _store(store_url) as store:
             _reap(store)
@@ -176,7 +218,7 @@ def resume_session(session_id: str, store_url: str | None, bindings_ref: str | N
                                     bindings=bindings)
             active = escape(", ".join(runner.session.active))
             err.print(f"session {session_id} resumed \\[{active}]")
-            return _drive(runner)
+            return _drive(runner, _feed(runner, store_url, signals or SignalOptions()))
 
     return _guard(body)
 

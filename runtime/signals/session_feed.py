@@ -1,0 +1,62 @@
+"""Live signals into a running session: a mailbox consumer that feeds a Runner.
+
+Each signal becomes the session event ``signal.<TYPE>`` (data: signal_id, target,
+message, iteration), offered to the session's inbox in the store keyed by the signal id,
+so a signal re-delivered after a consumer crash is never applied twice. The runner is
+woken at once instead of at its next inbox poll. A signal that no active state accepts
+stays in ``inputs/`` (seed 004: peek, and leave what the current context does not take)
+and is looked at again after every step, so an APPROVE waits for KNOWLEDGE_APPROVAL.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from interlock.runtime.runner import Runner
+from interlock.runtime.store import Store
+
+from .consumer import Consumer, Subscription
+from .mailbox import Mailbox
+from .model import SIGNAL_TYPES, TARGET_ALL, Signal, check_identifier
+
+SESSIONS_DIR = Path(".interlock") / "sessions"
+
+
+def session_dir(base: Path, session_id: str) -> Path:
+    """The session folder: ``BASE/.interlock/sessions/<id>`` (the id is checked)."""
+    return base / SESSIONS_DIR / check_identifier(session_id, "session id")
+
+
+class SessionFeed:
+    """Delivers one mailbox into one runner's session. ``store`` should be a connection of
+    its own (the consumer works on its own thread)."""
+
+    def __init__(self, runner: Runner, store: Store, folder: Path, *,
+                 identity: str = TARGET_ALL, scan_interval: float = 2.0) -> None:
+        self.runner = runner
+        self.store = store
+        self.mailbox = Mailbox(folder)
+        self.consumer = Consumer(scan_interval=scan_interval)
+        self.consumer.add(Subscription(
+            self.mailbox, self._deliver, identity=identity, types=SIGNAL_TYPES,
+            accepts=lambda signal: runner.accepts(signal.event),
+            handled_by=f"interlock session {runner.session_id}"))
+
+    def _deliver(self, signal: Signal, handled_at: str) -> str:
+        item = self.store.offer(self.runner.session_id, signal.event, signal.event_data(),
+                                time.time(), signal.id)
+        self.runner.wake()
+        if item is None:
+            return f"already delivered to session {self.runner.session_id} as {signal.event}"
+        return f"delivered to session {self.runner.session_id} as {signal.event} (#{item})"
+
+    def stepped(self) -> None:
+        """The session moved: signals waiting in inputs/ may be taken now."""
+        self.consumer.rescan()
+
+    def start(self) -> None:
+        self.consumer.start()
+
+    def stop(self) -> None:
+        self.consumer.stop()
