@@ -128,9 +128,9 @@ def parse_signal(raw: bytes, file_name: str) -> Signal:
         document = parse_yaml(raw, file_name)
     except SpecError as exc:
         first = exc.diagnostics[0]
-        message = ("a signal is a YAML mapping (type, target, message)"
-                   if first.code == "Y003" else first.message)
-        raise SignalError(f"{first.mark.line}:{first.mark.column}: {message}") from None
+        why = ("a signal is a YAML mapping (type, target, message)"
+               if first.code == "Y003" else first.message)
+        raise SignalError(f"{first.mark.line}:{first.mark.column}: {why}") from None
     data = document.data
     if not isinstance(data, dict):
         raise SignalError(f"a signal is a YAML mapping (type, target, message), "
