@@ -196,3 +196,22 @@ def test_interrupting_the_dispatcher_stops_its_agents(tmp_path: Path, sig: int) 
     assert "interrupted; the agents were stopped" in stderr
     assert "Traceback" not in stderr
     assert list(group_members(record.pgid)) == []
+
+
+def test_the_dispatcher_process_stays_small_through_a_one_gigabyte_flood(
+        tmp_path: Path) -> None:
+    # A wrapper waits for `interlock dispatch` and reports the peak RSS of its children
+    # (the dispatcher and the flood agent): the output does not pile up in memory.
+    wrapper = ("import resource, subprocess, sys\n"
+               "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+               "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    size = 1 << 30
+    result = subprocess.run(
+        [sys.executable, "-c", wrapper, *cli_argv("dispatch", "--no-store", *FAST, "--"),
+         *agent_argv("flood", str(size))],
+        cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    code, peak_kib = (int(x) for x in result.stdout.split())
+    assert code == 0, result.stderr
+    assert peak_kib < 200 * 1024, f"peak RSS {peak_kib // 1024} MiB for a 1 GiB flood"
+    spilled = list((tmp_path / ".interlock" / "dispatch").glob("*/stdout.log"))
+    assert [p.stat().st_size for p in spilled] == [size + len(b"p: QA\nv: GO\ni: []\n")]
