@@ -85,6 +85,16 @@ def _store(url: str | None) -> Iterator[Store]:
         store.close()
 
 
+def _check_session_id(session_id: str) -> None:
+    """Session ids name folders (the session's mailbox): no '/', no '..'."""
+    from interlock.runtime.signals.model import SignalError, check_identifier
+
+    try:
+        check_identifier(session_id, "--session")
+    except SignalError as exc:
+        raise Usage(str(exc)) from None
+
+
 def _reap(store: Store) -> None:
     """Stop agent process groups that a dead runner or dispatcher left behind."""
     from interlock.runtime.dispatch.orphans import reap_orphans
@@ -189,6 +199,8 @@ def run_session(spec: str, session_id: str | None, store_url: str | None,
                 signals: SignalOptions | None = None) -> int:
     def body() -> int:
         context = parse_json_object(context_json, "--context")
+        if session_id is not None:
+            _check_session_id(session_id)
         path = resolve_spec(spec)
         try:
             text = path.read_text(encoding="utf-8")
