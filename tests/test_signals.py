@@ -255,7 +255,9 @@ def test_signal_and_consume_from_the_command_line(cli: Cli, tmp_path: Path) -> N
     assert posted.returncode == 0, posted.stderr
     signal_id = posted.stdout.strip()
     assert (session / "signals" / "inputs" / f"signal.{signal_id}.yaml").is_file()
-    (session / "signals" / "inputs" / "signal.260101-000000.yaml").write_text("type: STEER\n")
+    stale = session / "signals" / "inputs" / "signal.260101-000000.yaml"
+    stale.write_text("type: STEER\n")
+    os.utime(stale, (0, 0))  # written long ago: not a file still being written
     consumed = cli("mailbox", "consume", str(session), "--as", "Ralph-Executor", "--json",
                    "--once")
     assert consumed.returncode == 0, consumed.stderr
@@ -299,3 +301,38 @@ def test_bad_cli_input_is_a_usage_error(cli: Cli, tmp_path: Path) -> None:
         assert result.returncode == 2, (args, result.stderr)
         assert message in result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_a_fresh_malformed_file_may_still_be_being_written(tmp_path: Path) -> None:
+    mailbox = Mailbox(tmp_path / "s1")
+    half = mailbox.inputs / NAME
+    half.write_text("type: STEER\n")  # an editor writing straight into inputs/
+    consumer = Consumer(watch=False)
+    consumer.add(Subscription(mailbox, lambda s, at: "ok"))
+    consumer.run_once()
+    assert mailbox.pending() == [NAME]  # left alone for now
+    os.utime(half, (0, 0))  # nobody touched it since: it is what it is
+    consumer.run_once()
+    assert mailbox.pending() == []
+    assert (mailbox.rejected / f"{NAME}.reason").read_text().startswith("missing field")
+
+
+def test_a_killed_consumer_not_yet_reaped_counts_as_dead(tmp_path: Path) -> None:
+    mailbox = Mailbox(tmp_path / "s1")
+    signal = _post(mailbox, "INFO", rand="z1")
+    child = subprocess.Popen(["sleep", "600"])
+    try:
+        ticks = Path(f"/proc/{child.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19]
+        owner = f"{child.pid}-{ticks.decode()}.zz0000.{os.uname().nodename}"
+        assert mailbox.claim(signal.file_name, owner) is not None
+        consumer = Consumer(watch=False)
+        consumer.add(Subscription(mailbox, lambda s, at: "ok"))
+        consumer.run_once()
+        assert consumer.stats.adopted == 0  # alive: its claim is its own
+        child.kill()
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # a zombie now, not reaped
+        consumer.run_once()
+        assert consumer.stats.adopted == 1 and mailbox.is_finished(signal.file_name)
+    finally:
+        child.kill()
+        child.wait()

@@ -33,10 +33,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
-
-from interlock.runtime.owners import owner_is_dead
 
 from .mailbox import Claim, Mailbox
 from .model import (
@@ -54,6 +58,7 @@ from .model import (
 log = logging.getLogger(__name__)
 WATCHDOG_LOGGER = "watchdog.observers.inotify_c"
 DEFAULT_SCAN_INTERVAL = 2.0
+WRITE_GRACE = 1.0  # seconds a malformed file may still be being written before rejection
 
 Deliver = Callable[[Signal, str], str]  # (signal, handled_at) -> action_taken
 Accepts = Callable[[Signal], bool]
@@ -127,32 +132,72 @@ class ConsumerStats:
     failures: int = 0
 
 
+def _start_ticks(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), or None when it is gone or a
+    zombie. With the pid it names one process for good: pids are reused, this pair is not."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2:].split()
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return None
+    return fields[19].decode()
+
+
 def consumer_owner() -> str:
-    """This consumer's claims-folder name: ``<pid>.<tag>.<host>``."""
-    return f"{os.getpid()}.{secrets.token_hex(3)}.{socket.gethostname()}"
+    """This consumer's claims-folder name: ``<pid>-<start ticks>.<tag>.<host>``."""
+    pid = os.getpid()
+    return f"{pid}-{_start_ticks(pid) or 0}.{secrets.token_hex(3)}.{socket.gethostname()}"
 
 
 def owner_alive(owner: str) -> bool:
-    pid, _, rest = owner.partition(".")
+    """Whether the consumer that named a claims folder still runs. Only one of this host
+    can be known dead; a folder of another host is left to its own consumers."""
+    ident, _, rest = owner.partition(".")
     host = rest.partition(".")[2]
-    if not pid.isdigit():
-        return True  # not ours to judge
-    return not owner_is_dead(f"{host}:{pid}:x")
+    pid, _, started = ident.partition("-")
+    if not pid.isdigit() or host != socket.gethostname():
+        return True
+    ticks = _start_ticks(int(pid))
+    return ticks is not None and (not started or ticks == started)
 
 
 class _Hints(FileSystemEventHandler):
+    """Names that arrived in one mailbox's ``inputs/``: created, renamed in, or closed
+    after writing."""
+
     def __init__(self, consumer: Consumer, key: Path) -> None:
         self.consumer = consumer
         self.key = key
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory:
+        if event.is_directory or event.event_type not in ("created", "moved", "closed"):
             return
-        path = Path(os.fsdecode(getattr(event, "dest_path", "") or event.src_path))
-        if path.parent == self.key:
-            name = path.name
-            if not name.startswith("."):
-                self.consumer.hint(self.key, name)
+        raw = event.dest_path if event.event_type == "moved" else event.src_path
+        path = Path(os.fsdecode(raw))
+        if path.parent == self.key and not path.name.startswith("."):
+            self.consumer.hint(self.key, path.name)
+
+
+# Our own reads (peeks) raise open/close-nowrite events and claims raise moves out; asking
+# inotify only for these keeps them from looping back as hints.
+_HINT_EVENTS: list[type[FileSystemEvent]] = [FileCreatedEvent, FileMovedEvent, FileClosedEvent]
+
+
+def _no_move_pairing_delay() -> None:
+    """Watchdog holds every rename-out event 0.5 s to pair it with a rename-in, and its
+    queue sleeps on that event even once it is paired: every hint behind a claim would
+    wait half a second. The consumer needs names, not move pairs, so pairing is turned
+    off (an internal of watchdog 7; without it, hints are late and scans still deliver)."""
+    try:
+        from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
+    except ImportError:  # another platform or version: correct, only slower
+        return
+    InotifyMoveEventGrouper.delay = 0
+
+
+_no_move_pairing_delay()
 
 
 class _OverflowListener(logging.Handler):
@@ -203,8 +248,12 @@ class Consumer:
             self._subs[key] = subscription
             self._announced[key] = set()
         if self._observer is not None:
-            self._observer.schedule(_Hints(self, key), str(key), recursive=False)
+            self._watch(key, subscription)
         self.rescan(key)
+
+    def _watch(self, key: Path, subscription: Subscription) -> None:
+        self._observer.schedule(_Hints(self, key), str(key), recursive=False,
+                                event_filter=_HINT_EVENTS)
 
     # -- hints --------------------------------------------------------------------------
 
@@ -225,8 +274,8 @@ class Consumer:
         if self.watch:
             logging.getLogger(WATCHDOG_LOGGER).addHandler(self._listener)
             self._observer = Observer()
-            for key in self._subs:
-                self._observer.schedule(_Hints(self, key), str(key), recursive=False)
+            for key, subscription in self._subs.items():
+                self._watch(key, subscription)
             self._observer.start()
         self._thread = threading.Thread(target=self._work, name="interlock-signals",
                                         daemon=True)
@@ -271,6 +320,9 @@ class Consumer:
                     return
                 if self._serve(batch):
                     last_scan = time.monotonic()
+                elif time.monotonic() - last_scan >= self.scan_interval:
+                    self._scan_all(periodic=True)  # due even while hints keep coming
+                    last_scan = time.monotonic()
         except BaseException as exc:  # the owner learns it from .error and the log
             self.error = exc
             log.exception("signal consumer stopped")
@@ -313,6 +365,8 @@ class Consumer:
         self._recover(sub)
         announced = self._announced[key]
         for name in sub.mailbox.pending():
+            if self._stop.is_set():
+                return  # what is left stays in inputs/ for the next consumer
             if self.watch and periodic and name not in announced:
                 self.stats.missed += 1
             self._handle(sub, name)
@@ -328,6 +382,8 @@ class Consumer:
         try:
             signal = parse_signal(raw, name)
         except SignalError as exc:
+            if mailbox.age(name) < WRITE_GRACE:
+                return  # perhaps still being written in place; its close or a scan retries
             if mailbox.reject(name, str(exc)) is not None:
                 self.stats.rejected += 1
                 if self.on_rejected is not None:
@@ -343,8 +399,8 @@ class Consumer:
 
     def _complete(self, sub: Subscription, claim: Claim, signal: Signal) -> None:
         if sub.mailbox.is_finished(claim.name):  # finished before a crash: only the claim
-            sub.mailbox.drop_claim(claim)         # was left; it was delivered and reported
-            return
+            sub.mailbox.drop_claim(claim)         # was left. It was delivered; whether it was
+            return                                # also reported (on_handled) is unknown
         handled_at = iso_utc(self.now())
         try:
             action = sub.deliver(signal, handled_at)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +126,13 @@ class Mailbox:
                 return f.read(limit + 1)
         except FileNotFoundError:
             return None
+
+    def age(self, name: str) -> float:
+        """Seconds since ``inputs/NAME`` was last modified (inf when it is gone)."""
+        try:
+            return time.time() - (self.inputs / name).stat().st_mtime
+        except FileNotFoundError:
+            return float("inf")
 
     # -- claiming -----------------------------------------------------------------------
 
