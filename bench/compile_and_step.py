@@ -190,7 +190,32 @@ POLL_PATHS: tuple[tuple[Step, ...], ...] = (
 HAND_EVENTS = {"after.active.0": "dispatch_timeout", "after.receiving.0": "idle_timeout"}
 
 
-class HandPolling(StateChart):  # type: ignore[type-arg]
+class PollingGuards:
+    """polling_state's guards, reading GUARDS, for both hand-written machines."""
+
+    def exit_ok(self) -> bool:
+        return GUARDS["exit_ok"]
+
+    def started(self) -> bool:
+        return GUARDS["started"]
+
+    def is_stdout(self) -> bool:
+        return GUARDS["is_stdout"]
+
+    def document_ended(self) -> bool:
+        return GUARDS["document_ended"]
+
+    def document_confirmed(self) -> bool:
+        return GUARDS["document_confirmed"]
+
+    def document_complete(self) -> bool:
+        return GUARDS["document_complete"]
+
+    def silence_reached(self) -> bool:
+        return GUARDS["silence_reached"]
+
+
+class HandPolling(PollingGuards, StateChart):  # type: ignore[type-arg]
     """specs/polling_state.yaml written by hand in python-statemachine."""
 
     catch_errors_as_events = False
@@ -257,51 +282,10 @@ class HandPolling(StateChart):  # type: ignore[type-arg]
     clear_completion_detected = mark_completion_detected = _act
     count_silence = note_marker_completion = terminate_subagent = build_result = _act
 
-    def exit_ok(self) -> bool:
-        return GUARDS["exit_ok"]
-
-    def started(self) -> bool:
-        return GUARDS["started"]
-
-    def is_stdout(self) -> bool:
-        return GUARDS["is_stdout"]
-
-    def document_ended(self) -> bool:
-        return GUARDS["document_ended"]
-
-    def document_confirmed(self) -> bool:
-        return GUARDS["document_confirmed"]
-
-    def document_complete(self) -> bool:
-        return GUARDS["document_complete"]
-
-    def silence_reached(self) -> bool:
-        return GUARDS["silence_reached"]
 
 
-class HandPollingModel(HandModel):
+class HandPollingModel(PollingGuards, HandModel):
     """The model of hand_polling_transitions: polling_state's guards by name."""
-
-    def exit_ok(self) -> bool:
-        return GUARDS["exit_ok"]
-
-    def started(self) -> bool:
-        return GUARDS["started"]
-
-    def is_stdout(self) -> bool:
-        return GUARDS["is_stdout"]
-
-    def document_ended(self) -> bool:
-        return GUARDS["document_ended"]
-
-    def document_confirmed(self) -> bool:
-        return GUARDS["document_confirmed"]
-
-    def document_complete(self) -> bool:
-        return GUARDS["document_complete"]
-
-    def silence_reached(self) -> bool:
-        return GUARDS["silence_reached"]
 
 
 def hand_polling_transitions() -> tuple[HandModel, Callable[[str], Any]]:
