@@ -185,6 +185,7 @@ def test_records_of_a_live_dispatcher_are_left_alone(tmp_path: Path) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupting_the_dispatcher_stops_its_agents(tmp_path: Path, sig: int) -> None:
     store_path = tmp_path / "state.db"
+    (tmp_path / "interlock.yaml").write_text("dispatch:\n  terminateGrace: 1\n")
     dispatcher = subprocess.Popen(
         [*cli_argv("dispatch", "--store", str(store_path), *FAST), "--",
          *agent_argv("ignores_sigterm")],
