@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, Cli
+from conftest import ROOT, Cli, wait_for_status
 
 SPEC = ROOT / "tests" / "crash" / "crashy.yaml"
 BINDINGS = ROOT / "tests" / "crash" / "crashy_bindings.py"
@@ -22,38 +22,12 @@ def _start(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for(cli: Cli, tmp_path: Path, predicate: object,
-              runner: subprocess.Popen[str] | None = None, tries: int = 300) -> dict:
-    """Poll `interlock status --json` until ``predicate(view)`` holds (a process, not time).
-
-    When ``runner`` is given and exits first, fail at once with what it printed.
-    """
-    view: dict = {}
-    last = ""
-    for _ in range(tries):
-        if runner is not None and runner.poll() is not None:
-            out, err = runner.communicate()
-            raise AssertionError(f"the runner exited {runner.returncode}:\n{out}\n{err}")
-        result = cli("status", "s1", "--json", cwd=tmp_path)
-        last = result.stderr
-        if result.returncode == 0:
-            view = json.loads(result.stdout)
-            if predicate(view):  # type: ignore[operator]
-                return view
-    detail = ""
-    if runner is not None:
-        runner.kill()
-        out, err = runner.communicate()
-        detail = f"\nrunner stdout:\n{out}\nrunner stderr:\n{err}"
-    raise AssertionError(f"status never matched; last: {view} {last}{detail}")
-
-
 def test_run_send_status_log_and_ctrl_c_then_resume(cli: Cli, tmp_path: Path) -> None:
     runner = _start(tmp_path)
-    _wait_for(cli, tmp_path, lambda v: v["active"] == ["idle"], runner)
+    wait_for_status(cli, tmp_path, lambda v: v["active"] == ["idle"], runner)
     assert cli("send", "s1", "go", cwd=tmp_path).returncode == 0
     assert cli("send", "s1", "tick", "--data", '{"n": 5}', cwd=tmp_path).returncode == 0
-    view = _wait_for(cli, tmp_path, lambda v: v["context"]["seen"] == [5], runner)
+    view = wait_for_status(cli, tmp_path, lambda v: v["context"]["seen"] == [5], runner)
     assert view["active"] == ["working", "lap"]
     assert [t["event"] for t in view["timers"]] == ["after.lap.1"]  # the 0s one fired
 
@@ -85,7 +59,7 @@ def test_run_send_status_log_and_ctrl_c_then_resume(cli: Cli, tmp_path: Path) ->
 def test_a_second_runner_on_the_same_session_refuses(cli: Cli, tmp_path: Path) -> None:
     first = _start(tmp_path)
     try:
-        _wait_for(cli, tmp_path, lambda v: v["active"] == ["idle"], first)
+        wait_for_status(cli, tmp_path, lambda v: v["active"] == ["idle"], first)
         second = cli("resume", "s1", "--bindings", str(BINDINGS), cwd=tmp_path)
         assert second.returncode == 1
         assert "being run by another runner" in second.stderr
@@ -118,7 +92,7 @@ def test_bad_input_gets_messages_and_exit_codes(cli: Cli, tmp_path: Path) -> Non
 def test_log_follow_prints_steps_as_they_happen_and_ends_with_the_session(
         cli: Cli, tmp_path: Path) -> None:
     runner = _start(tmp_path)
-    _wait_for(cli, tmp_path, lambda v: v["active"] == ["idle"], runner)
+    wait_for_status(cli, tmp_path, lambda v: v["active"] == ["idle"], runner)
     follower = subprocess.Popen(
         [sys.executable, "-m", "interlock.runtime.cli", "log", "s1", "--follow"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

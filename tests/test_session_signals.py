@@ -14,7 +14,7 @@ from interlock.runtime.signals.mailbox import Mailbox, read_metadata
 from interlock.runtime.signals.model import make_signal
 from interlock.runtime.store import open_store
 
-from conftest import ROOT, Cli
+from conftest import ROOT, Cli, wait_for_status
 from proc_helpers import cli_argv
 
 SPEC = ROOT / "tests" / "signals" / "steerable.yaml"
@@ -27,22 +27,6 @@ def _start(tmp_path: Path, session: str = "s1") -> subprocess.Popen[str]:
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _status(cli: Cli, tmp_path: Path, runner: subprocess.Popen[str], predicate: object,
-            tries: int = 300) -> dict:
-    """Poll `interlock status --json` until ``predicate(view)`` holds (a process, not time)."""
-    view: dict = {}
-    for _ in range(tries):
-        if runner.poll() is not None and not view:
-            out, err = runner.communicate()
-            raise AssertionError(f"the runner exited {runner.returncode}: {out}\n{err}")
-        result = cli("status", "s1", "--json", cwd=tmp_path)
-        if result.returncode == 0:
-            view = json.loads(result.stdout)
-            if predicate(view):  # type: ignore[operator]
-                return view
-    raise AssertionError(f"status never matched; last: {view}")
-
-
 def _journal(cli: Cli, tmp_path: Path) -> list[dict]:
     log = cli("log", "s1", "--json", cwd=tmp_path)
     return [json.loads(line) for line in log.stdout.splitlines()]
@@ -53,7 +37,7 @@ def test_signals_steer_a_running_session_and_approve_waits_for_its_state(
     runner = _start(tmp_path)
     folder = tmp_path / ".interlock" / "sessions" / "s1"
     try:
-        _status(cli, tmp_path, runner, lambda v: v["active"] == ["working"])
+        wait_for_status(cli, tmp_path, lambda v: v["active"] == ["working"], runner)
         early = cli("signal", str(folder), "APPROVE", "--wait", "0.5", cwd=tmp_path)
         assert early.returncode == 124  # nothing accepts APPROVE while working: it waits
 
@@ -63,7 +47,8 @@ def test_signals_steer_a_running_session_and_approve_waits_for_its_state(
         receipt = json.loads(steer.stdout)
         assert receipt["handled_by"] == "interlock session s1"
         assert receipt["action_taken"].startswith("delivered to session s1 as signal.STEER")
-        _status(cli, tmp_path, runner, lambda v: v["context"]["steers"] == ["use bar, not foo"])
+        wait_for_status(cli, tmp_path,
+                        lambda v: v["context"]["steers"] == ["use bar, not foo"], runner)
 
         assert cli("send", "s1", "review", cwd=tmp_path).returncode == 0
         out, err = runner.communicate(timeout=60)  # the waiting APPROVE finishes it
@@ -91,7 +76,7 @@ def test_a_signal_claimed_by_a_dead_runner_is_applied_once(cli: Cli, tmp_path: P
     in its claims folder, the event already offered to the store. The next runner adopts
     the claim, finds the key delivered, archives the signal, and applies nothing twice."""
     first = _start(tmp_path)  # creates the session; stopped before any signal
-    _status(cli, tmp_path, first, lambda v: v["active"] == ["working"])
+    wait_for_status(cli, tmp_path, lambda v: v["active"] == ["working"], first)
     first.send_signal(signal.SIGINT)
     first.communicate(timeout=30)
     store = open_store(None, tmp_path)
@@ -110,9 +95,10 @@ def test_a_signal_claimed_by_a_dead_runner_is_applied_once(cli: Cli, tmp_path: P
 
     runner = _start(tmp_path)
     try:
-        view = _status(cli, tmp_path, runner,
-                       lambda v: v["context"]["steers"] == ["only once"] and v["queued"] == 0)
-        _status(cli, tmp_path, runner, lambda v: mailbox.is_finished(steer.file_name))
+        view = wait_for_status(
+            cli, tmp_path,
+            lambda v: v["context"]["steers"] == ["only once"] and v["queued"] == 0, runner)
+        wait_for_status(cli, tmp_path, lambda v: mailbox.is_finished(steer.file_name), runner)
         meta = read_metadata(mailbox.processed / steer.file_name)
         assert meta is not None
         assert meta["action_taken"].startswith("already delivered to session s1")

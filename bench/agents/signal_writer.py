@@ -37,29 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from interlock.runtime.signals.mailbox import Mailbox
-from interlock.runtime.signals.model import Signal, make_signal, render_signal
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def stage(mailbox: Mailbox, signal: Signal) -> Path:
-    """``Mailbox.post`` up to the rename: create in tmp/, write, fsync."""
-    staged = mailbox.tmp / signal.file_name
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, render_signal(signal).encode("utf-8"))
-        if mailbox.durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    return staged
+from interlock.runtime.signals.mailbox import Mailbox, fsync_dir
+from interlock.runtime.signals.model import Signal, make_signal
 
 
 def rename_in(mailbox: Mailbox, staged: Path) -> tuple[float, float]:
@@ -95,7 +74,7 @@ def main(argv: list[str]) -> None:
     if mode == "burst":
         for n in range(count):
             signal = new_signal(n)
-            staged.append((signal, stage(mailboxes[0], signal)))
+            staged.append((signal, mailboxes[0].stage(signal)))
     print("ready", flush=True)
     if not wait_byte(60.0):
         problem = "no go from the bench"
@@ -119,7 +98,7 @@ def main(argv: list[str]) -> None:
             index = rng.randrange(len(mailboxes))
             mailbox = mailboxes[index]
             signal = new_signal(n)
-            before, after = rename_in(mailbox, stage(mailbox, signal))
+            before, after = rename_in(mailbox, mailbox.stage(signal))
             if mailbox.durable:
                 fsync_dir(mailbox.inputs)
             posts.append([index, signal.id, before, after])

@@ -82,7 +82,7 @@ DEMO_CONFIG = {"dispatchTimeout": 60, "pollingInterval": 1, "idleTimeout": 20,
 def _dispatch_reviewers(console: Console, workdir: Path) -> bool:
     """Dispatch the four reviewers at once, as real processes, and show the results."""
     from interlock.runtime.dispatch.config import parse_dispatch_config
-    from interlock.runtime.dispatch.dispatcher import AgentCommand, dispatch_all, owner_id
+    from interlock.runtime.dispatch.dispatcher import AgentCommand, dispatch_all
     from interlock.runtime.dispatch.orphans import StoreRegistry, reap_orphans
     from interlock.runtime.store import open_store
 
@@ -94,7 +94,7 @@ def _dispatch_reviewers(console: Console, workdir: Path) -> bool:
     try:
         reap_orphans(store)
         results = asyncio.run(dispatch_all(commands, config, spill_dir=workdir / "dispatch",
-                                           registry=StoreRegistry(store, owner_id())))
+                                           registry=StoreRegistry(store)))
     finally:
         store.close()
     table = Table(title="Four reviewers dispatched in parallel (real processes, "

@@ -28,7 +28,6 @@ from interlock.runtime.dispatch.dispatcher import (
     AgentCommand,
     DispatchResult,
     dispatch_all,
-    owner_id,
 )
 from interlock.runtime.dispatch.orphans import StoreRegistry, reap_orphans
 from interlock.runtime.dispatch.process import SpawnOptions
@@ -145,7 +144,7 @@ def run_dispatch(words: Sequence[str], *, config_file: Path | None, timeout: str
             store = open_store(store_url, Path.cwd())
             for reaped in reap_orphans(store, grace=config.terminate_grace):
                 err.print(f"[yellow]stopped[/] {escape(reaped.describe())}")
-        registry = StoreRegistry(store, owner_id()) if store is not None else None
+        registry = StoreRegistry(store) if store is not None else None
         try:
             results = asyncio.run(_run_all(commands, config, Path.cwd() / SPILL_DIR, registry))
         except asyncio.CancelledError:

@@ -24,9 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
 import signal
-import socket
 import tempfile
 import time
 import uuid
@@ -129,11 +127,6 @@ def new_dispatch_id() -> str:
     return uuid.uuid4().hex
 
 
-def owner_id() -> str:
-    """This dispatcher process, in the store's owner format ``host:pid:tag``."""
-    return f"{socket.gethostname()}:{os.getpid()}:dispatch"
-
-
 class Dispatch:
     """One run of one agent command. Use :meth:`run` once, inside an event loop."""
 
@@ -143,8 +136,8 @@ class Dispatch:
         self.command = command
         self.config = config
         self.dispatch_id = dispatch_id or new_dispatch_id()
-        self.spill_dir = spill_dir or Path(tempfile.gettempdir()) / "interlock-dispatch"
-        self.spill_dir = self.spill_dir / self.dispatch_id
+        base = spill_dir or Path(tempfile.gettempdir()) / "interlock-dispatch"
+        self.spill_dir = base / self.dispatch_id
         self.registry = registry
         self.buffer = OutputBuffer(config.output_memory_cap, self.spill_dir)
         self.process: AgentProcess | None = None

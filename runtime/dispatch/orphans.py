@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from interlock.runtime.owners import owner_is_dead
+from interlock.runtime.owners import default_owner, owner_is_dead
 from interlock.runtime.store.base import AgentRecord, Store
 
 from .process import AgentProcess, carries_dispatch_id, group_members
@@ -27,9 +27,10 @@ from .process import AgentProcess, carries_dispatch_id, group_members
 class StoreRegistry:
     """An :class:`~interlock.runtime.dispatch.dispatcher.AgentRegistry` on a store."""
 
-    def __init__(self, store: Store, owner: str, session_id: str | None = None) -> None:
+    def __init__(self, store: Store, owner: str | None = None,
+                 session_id: str | None = None) -> None:
         self.store = store
-        self.owner = owner
+        self.owner = owner or default_owner("dispatch")
         self.session_id = session_id
 
     def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None:

@@ -26,6 +26,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from interlock.runtime.procfs import stat_fields
+
 from .output import Stream
 
 DISPATCH_ID_VAR = "INTERLOCK_DISPATCH_ID"
@@ -215,15 +217,6 @@ class AgentProcess:
 # -- the process table --------------------------------------------------------------------
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses
-    return raw[raw.rfind(b")") + 2:].decode("ascii", "replace").split()
-
-
 def group_members(pgid: int) -> Iterator[int]:
     """Live (non-zombie) processes whose process group is ``pgid``."""
     try:
@@ -233,7 +226,7 @@ def group_members(pgid: int) -> Iterator[int]:
     for name in entries:
         if not name.isdigit():
             continue
-        fields = _stat_fields(int(name))
+        fields = stat_fields(int(name))
         if fields is None or len(fields) < 3:
             continue
         if fields[0] not in ("Z", "X") and fields[2] == str(pgid):

@@ -42,6 +42,8 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from interlock.runtime.procfs import start_ticks
+
 from .mailbox import Claim, Mailbox
 from .model import (
     MAX_SIGNAL_BYTES,
@@ -132,23 +134,10 @@ class ConsumerStats:
     failures: int = 0
 
 
-def _start_ticks(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot), or None when it is gone or a
-    zombie. With the pid it names one process for good: pids are reused, this pair is not."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(b")") + 2:].split()
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
-        return None
-    return fields[19].decode()
-
-
 def consumer_owner() -> str:
     """This consumer's claims-folder name: ``<pid>-<start ticks>.<tag>.<host>``."""
     pid = os.getpid()
-    return f"{pid}-{_start_ticks(pid) or 0}.{secrets.token_hex(3)}.{socket.gethostname()}"
+    return f"{pid}-{start_ticks(pid) or 0}.{secrets.token_hex(3)}.{socket.gethostname()}"
 
 
 def owner_alive(owner: str) -> bool:
@@ -159,7 +148,7 @@ def owner_alive(owner: str) -> bool:
     pid, _, started = ident.partition("-")
     if not pid.isdigit() or host != socket.gethostname():
         return True
-    ticks = _start_ticks(int(pid))
+    ticks = start_ticks(int(pid))
     return ticks is not None and (not started or ticks == started)
 
 

@@ -37,7 +37,7 @@ CLAIMS = ".claims"
 METADATA_KEY = "handling_metadata"
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -45,19 +45,26 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``path`` whole or not at all: a hidden temporary beside it, fsync, rename."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def _write_new(path: Path, data: bytes, flags: int, *, durable: bool) -> None:
+    """Create ``path`` (0600) with ``data``, all of it, fsynced when ``durable``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o600)
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
         if durable:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``path`` whole or not at all: a hidden temporary beside it, fsync, rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    _write_new(tmp, data, os.O_TRUNC, durable=durable)
     tmp.replace(path)
     if durable:
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,19 +100,21 @@ class Mailbox:
 
     def post(self, signal: Signal) -> Path:
         """Deliver ``signal``: write it in ``tmp/``, fsync, rename into ``inputs/``."""
-        data = render_signal(signal).encode("utf-8")
+        return self.publish(self.stage(signal))
+
+    def stage(self, signal: Signal) -> Path:
+        """The first half of :meth:`post`: the signal written and fsynced in ``tmp/``."""
         staged = self.tmp / signal.file_name
-        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, data)
-            if self.durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        target = self.inputs / signal.file_name
+        _write_new(staged, render_signal(signal).encode("utf-8"), os.O_EXCL,
+                   durable=self.durable)
+        return staged
+
+    def publish(self, staged: Path) -> Path:
+        """The second half: the rename into ``inputs/`` (the delivery), then its fsync."""
+        target = self.inputs / staged.name
         staged.rename(target)
         if self.durable:
-            _fsync_dir(self.inputs)
+            fsync_dir(self.inputs)
         return target
 
     # -- reading ------------------------------------------------------------------------
@@ -149,7 +158,7 @@ class Mailbox:
         except FileNotFoundError:
             return None
         if self.durable:
-            _fsync_dir(target.parent)
+            fsync_dir(target.parent)
         return Claim(name, target, target.read_bytes())
 
     def owners_with_claims(self) -> list[str]:
