@@ -401,3 +401,11 @@ def test_one_silence_cycle_completes_on_the_first_silent_poll(tmp_path: Path) ->
     assert (result.polling.status, result.polling.completion_method) == ("completed", "marker")
     assert 1.0 <= took < 1.0 + SLACK
     assert_nothing_left(dispatch)
+
+
+def test_a_missing_command_under_stdbuf_is_still_a_spawn_error(tmp_path: Path) -> None:
+    # stdbuf would run and exit 127 itself; the dispatcher checks the command first.
+    for argv in (["no-such-agent-cli-x"], ["./no-such-agent.sh"]):
+        _, result, _ = run(argv, tmp_path=tmp_path, options=SpawnOptions(line_buffered=True))
+        assert (result.polling.status, result.polling.completion_method) == ("error", "spawn")
+        assert result.error == f"command not found: {argv[0]!r}"

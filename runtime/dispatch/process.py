@@ -60,6 +60,18 @@ def _enlarge_pipe(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, READ_SIZE)
 
 
+def _runnable(program: str, options: SpawnOptions) -> bool:
+    """Whether ``program`` names an executable: a path (taken from the agent's working
+    folder when relative), or a name on the agent's PATH."""
+    if "/" in program:
+        path = Path(program)
+        if not path.is_absolute() and options.cwd is not None:
+            path = options.cwd / path
+        return path.is_file() and os.access(path, os.X_OK)
+    search = {**os.environ, **(options.env or {})}.get("PATH", os.defpath)
+    return shutil.which(program, path=search) is not None
+
+
 class AgentProcess:
     """One started agent. ``fds`` maps each still-open output stream to its descriptor."""
 
@@ -75,6 +87,9 @@ class AgentProcess:
             stdbuf = shutil.which("stdbuf")
             if stdbuf is None:
                 raise SpawnError("line buffering needs `stdbuf` (GNU coreutils), not found")
+            # stdbuf would report a missing command as its own exit 127: check it first.
+            if not _runnable(command[0], options):
+                raise SpawnError(f"command not found: {self.argv[0]!r}")
             command = [stdbuf, "-oL", "-eL", *command]
         env = {**os.environ, **(options.env or {}), "PYTHONUNBUFFERED": "1",
                DISPATCH_ID_VAR: dispatch_id}
