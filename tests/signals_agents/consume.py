@@ -90,13 +90,14 @@ def main() -> int:
         emit({"ready": consumer.owner})
         consumer.run_once()
     else:
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+        # Blocked before the consumer's threads start (they inherit the mask), then waited
+        # for here: a Python handler would run only in the main thread, which a signal
+        # delivered to another thread does not wake from a blocking wait.
+        stops = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stops)
         consumer.start()
         emit({"ready": consumer.owner})
-        while not stop.wait(3600):  # woken by the signal handler
-            pass
+        signal.sigwait(stops)
         consumer.stop()
         if consumer.error is not None:
             emit({"error": repr(consumer.error)})
