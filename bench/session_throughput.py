@@ -23,9 +23,9 @@ from pathlib import Path
 
 from interlock.machines import Call, compile, loads
 from interlock.machines.backends.base import CompiledMachine
-from interlock.runtime.clock import SystemClock
-from interlock.runtime.runner import Runner
-from interlock.runtime.session import Session
+from interlock.runtime.engine.clock import SystemClock
+from interlock.runtime.engine.runner import Runner
+from interlock.runtime.engine.session import Session
 from interlock.runtime.store import Store, open_store
 
 SPEC = """

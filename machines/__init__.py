@@ -10,14 +10,14 @@ clock, processes or databases; reading a spec file is the only I/O (``load``).
 ('close', 'open')
 """
 
-from .backends.calls import UnboundNameError
-from .bindings import Binding, Bindings, Call
-from .compile import compile
-from .diagnostics import Diagnostic, Mark, Severity, SpecError
-from .ir import MachineIR, StateIR, TransitionIR, build_ir
-from .lint import lint
-from .loader import load, loads
-from .spec import Spec
+from interlock.machines.backends.calls import UnboundNameError
+from interlock.machines.bindings import Binding, Bindings, Call
+from interlock.machines.compile import compile
+from interlock.machines.diagnostics import Diagnostic, Mark, Severity, SpecError
+from interlock.machines.ir import MachineIR, StateIR, TransitionIR, build_ir
+from interlock.machines.lint import lint
+from interlock.machines.loader import load, loads
+from interlock.machines.spec import Spec
 
 __all__ = [
     "Binding",

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, get_args
 
-from .backends.base import CompiledMachine
-from .bindings import Bindings
-from .diagnostics import SpecError
-from .ir import MachineIR, build_ir
-from .lint import lint
-from .spec import Spec
+from interlock.machines.backends.base import CompiledMachine
+from interlock.machines.bindings import Bindings
+from interlock.machines.diagnostics import SpecError
+from interlock.machines.ir import MachineIR, build_ir
+from interlock.machines.lint import lint
+from interlock.machines.spec import Spec
 
 Target = Literal["statemachine", "transitions"]
 TARGETS: tuple[str, ...] = get_args(Target)
@@ -27,11 +27,11 @@ TARGETS: tuple[str, ...] = get_args(Target)
 
 def _backend(target: str) -> Callable[[MachineIR, Bindings | None], CompiledMachine]:
     if target == "statemachine":
-        from .backends.statemachine import compile_statemachine
+        from interlock.machines.backends.statemachine import compile_statemachine
 
         return compile_statemachine
     if target == "transitions":
-        from .backends.transitions import compile_transitions
+        from interlock.machines.backends.transitions import compile_transitions
 
         return compile_transitions
     raise ValueError(f"unknown compile target {target!r}; valid targets: {', '.join(TARGETS)}")

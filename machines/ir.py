@@ -19,9 +19,9 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from .diagnostics import Mark
-from .durations import parse_duration
-from .spec import Spec, StateSpec, TransitionSpec
+from interlock.machines.diagnostics import Mark
+from interlock.machines.durations import parse_duration
+from interlock.machines.spec import Spec, StateSpec, TransitionSpec
 
 TIMER_EVENT_PREFIX = "after"
 

@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import pairwise
 from typing import Any
 
-from .diagnostics import Diagnostic, Mark, error, sort_diagnostics, warning
-from .durations import parse_duration
-from .events import reserved_reason
-from .ir import (
+from interlock.machines.diagnostics import Diagnostic, Mark, error, sort_diagnostics, warning
+from interlock.machines.durations import parse_duration
+from interlock.machines.events import reserved_reason
+from interlock.machines.ir import (
     ContextFieldIR,
     MachineIR,
     StateIR,
@@ -45,7 +45,7 @@ from .ir import (
     TransitionKind,
     build_ir,
 )
-from .spec import Spec
+from interlock.machines.spec import Spec
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EVENT = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*(?:\.\*)?")

@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .diagnostics import Diagnostic, Mark, SpecError, error
-from .spec import ContextField, Node, Spec, StateSpec, TransitionSpec
-from .yamlsrc import Path, SourceMap, parse_yaml
+from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
+from interlock.machines.spec import ContextField, Node, Spec, StateSpec, TransitionSpec
+from interlock.machines.yamlsrc import Path, SourceMap, parse_yaml
 
 SUPPORTED_VERSIONS = (1,)
 

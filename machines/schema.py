@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .spec import Spec
+from interlock.machines.spec import Spec
 
 SCHEMA_ID = "https://interlock.dev/schema/spec-v1.json"
 SCHEMA_FILE = "interlock-spec.schema.json"

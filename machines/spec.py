@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from .diagnostics import Mark
+from interlock.machines.diagnostics import Mark
 
 UNKNOWN_MARK = Mark("<unknown>", 1, 1)
 

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from .diagnostics import Diagnostic, Mark, SpecError, error
+from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
 
 Path = tuple[str | int, ...]
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..ir import MachineIR
+from interlock.machines.ir import MachineIR
 
 
 class MachineInstance(Protocol):

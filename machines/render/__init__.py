@@ -14,7 +14,7 @@ stateDiagram-v2
 'digraph "door" {'
 """
 
-from .dot import render_dot
-from .mermaid import render_mermaid
+from interlock.machines.render.dot import render_dot
+from interlock.machines.render.mermaid import render_mermaid
 
 __all__ = ["render_dot", "render_mermaid"]

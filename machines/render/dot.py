@@ -31,8 +31,13 @@ from dataclasses import replace
 from html import escape
 
 from interlock.machines.ir import MachineIR, StateIR, StateKind, TransitionIR
-
-from ._labels import check_active, detail_lines, history_label, is_container, transition_label
+from interlock.machines.render._labels import (
+    check_active,
+    detail_lines,
+    history_label,
+    is_container,
+    transition_label,
+)
 
 __all__ = ["dot_ids", "render_dot"]
 

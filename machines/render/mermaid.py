@@ -27,8 +27,7 @@ from __future__ import annotations
 import re
 
 from interlock.machines.ir import MachineIR, StateIR, StateKind, TransitionIR
-
-from ._labels import (
+from interlock.machines.render._labels import (
     check_active,
     detail_lines,
     history_label,

@@ -1,5 +1,5 @@
 """The ``interlock`` command line (typer)."""
 
-from .app import app, main
+from interlock.runtime.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -1,3 +1,3 @@
-from . import main
+from interlock.runtime.cli import main
 
 main()

@@ -10,11 +10,11 @@ from typing import Annotated
 
 import typer
 
-from ..demo_agent import AnswerFormat as DemoFormat
-from ..demo_agent import Verdict as DemoVerdict
-from .diagram import Format, run_diagram, run_diagram_all
-from .output import EXIT_USAGE, err, fail
-from .validate import run_validate
+from interlock.runtime.agents.demo import AnswerFormat as DemoFormat
+from interlock.runtime.agents.demo import Verdict as DemoVerdict
+from interlock.runtime.cli.diagram import Format, run_diagram, run_diagram_all
+from interlock.runtime.cli.output import EXIT_USAGE, err, fail
+from interlock.runtime.cli.validate import run_validate
 
 app = typer.Typer(
     name="interlock",
@@ -75,7 +75,7 @@ def diagram(
             raise typer.Exit(fail("use: interlock diagram --all SPEC_DIR -o OUT_DIR", EXIT_USAGE))
         raise typer.Exit(run_diagram_all(all_dir, out))
     if session is not None:
-        from .diagram import run_diagram_session
+        from interlock.runtime.cli.diagram import run_diagram_session
 
         raise typer.Exit(run_diagram_session(session, store, fmt, out))
     if spec is None:
@@ -122,7 +122,7 @@ def run(
     Live signals dropped into .interlock/sessions/ID/signals/inputs/ (interlock signal)
     arrive as events signal.STEER, signal.PAUSE, ... within milliseconds.
     """
-    from .sessions import SignalOptions, run_session
+    from interlock.runtime.cli.sessions import SignalOptions, run_session
 
     raise typer.Exit(run_session(spec, session, store, bindings, context, allow_unbound,
                                  migrate, SignalOptions(signals, signals_as)))
@@ -138,7 +138,7 @@ def resume(
     signals_as: SignalsAsOpt = "ALL",
 ) -> None:
     """Continue a stopped or crashed session where its last step left it."""
-    from .sessions import SignalOptions, resume_session
+    from interlock.runtime.cli.sessions import SignalOptions, resume_session
 
     raise typer.Exit(resume_session(session, store, bindings, allow_unbound,
                                     SignalOptions(signals, signals_as)))
@@ -153,7 +153,7 @@ def send(
     store: StoreOpt = None,
 ) -> None:
     """Deliver an event: a running session takes it at once, a stopped one on resume."""
-    from .sessions import send_event
+    from interlock.runtime.cli.sessions import send_event
 
     raise typer.Exit(send_event(session, event, data, store))
 
@@ -166,7 +166,7 @@ def status(
     store: StoreOpt = None,
 ) -> None:
     """Active states, context, armed timers and the last events of sessions."""
-    from .sessions import show_status
+    from interlock.runtime.cli.sessions import show_status
 
     raise typer.Exit(show_status(session, as_json, store))
 
@@ -180,7 +180,7 @@ def log(
     store: StoreOpt = None,
 ) -> None:
     """The session's journal: every event, timer and step, in order."""
-    from .sessions import show_log
+    from interlock.runtime.cli.sessions import show_log
 
     raise typer.Exit(show_log(session, follow, as_json, store))
 
@@ -188,7 +188,7 @@ def log(
 @app.command()
 def specs() -> None:
     """List the built-in specs and where they live."""
-    from interlock.runtime.builtin import builtin_specs
+    from interlock.runtime.builtin.specs import builtin_specs
 
     for path in builtin_specs():
         print(f"{path.stem:24} {path}")
@@ -200,7 +200,7 @@ def demo(
         "interlock-demo"),
 ) -> None:
     """Run the offline demo on the built-in specs (no network, no real agent)."""
-    from .demo import run_demo
+    from interlock.runtime.cli.demo import run_demo
 
     raise typer.Exit(run_demo(workdir))
 
@@ -258,7 +258,7 @@ def dispatch(
 
     Exit 0 completed, 1 error, 124 timeout, 2 usage or configuration error, 130 interrupted.
     """
-    from .dispatch import run_dispatch
+    from interlock.runtime.cli.dispatch import run_dispatch
 
     raise typer.Exit(run_dispatch(
         command, config_file=config_file, timeout=timeout, interval=interval,
@@ -284,7 +284,7 @@ def signal_(
                                                "on timeout).")] = None,
 ) -> None:
     """Post a live signal into a session's mailbox (atomically: tmp/, fsync, rename)."""
-    from .signals import send_signal
+    from interlock.runtime.cli.signals import send_signal
 
     raise typer.Exit(send_signal(session_dir, kind, message, target, iteration, wait))
 
@@ -314,7 +314,7 @@ def mailbox_consume(
 ) -> None:
     """Handle signals as they arrive and print each one; several consumers on one mailbox
     never handle a signal twice."""
-    from .signals import consume
+    from interlock.runtime.cli.signals import consume
 
     raise typer.Exit(consume(session_dirs, identity, types, as_json, once, count,
                              scan_interval))
@@ -341,7 +341,7 @@ def demo_agent(
                                              "with '...'.")] = False,
 ) -> None:
     """An offline review sub-agent: prints a seed-style answer (p:, v:, i:) at a chosen pace."""
-    from interlock.runtime.demo_agent import run_demo_agent
+    from interlock.runtime.agents.demo import run_demo_agent
 
     if prompt is None:
         prompt = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()

@@ -19,9 +19,8 @@ from rich.table import Table
 
 from interlock.machines import SpecError, build_ir, compile, lint, load
 from interlock.machines.compile import Target
-from interlock.runtime.builtin import builtin_specs
-
-from .output import EXIT_ERRORS, EXIT_OK
+from interlock.runtime.builtin.specs import builtin_specs
+from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_OK
 
 PROMPT = "Review the plan in plan.md: is the adaptive polling design ready to build?\n"
 
@@ -57,8 +56,8 @@ def _specs_table(console: Console) -> bool:
 
 
 def _draw(console: Console, out_dir: Path) -> None:
-    from interlock.runtime.diagrams import sync_diagrams
-    from interlock.runtime.graphviz import GraphvizError
+    from interlock.runtime.diagrams.files import sync_diagrams
+    from interlock.runtime.diagrams.graphviz import GraphvizError
 
     try:
         written = sync_diagrams(builtin_specs(), out_dir)
@@ -83,7 +82,7 @@ def _dispatch_reviewers(console: Console, workdir: Path) -> bool:
     """Dispatch the four reviewers at once, as real processes, and show the results."""
     from interlock.runtime.dispatch.config import parse_dispatch_config
     from interlock.runtime.dispatch.dispatcher import AgentCommand, dispatch_all
-    from interlock.runtime.dispatch.orphans import StoreRegistry, reap_orphans
+    from interlock.runtime.host.orphans import StoreRegistry, reap_orphans
     from interlock.runtime.store import open_store
 
     config = parse_dispatch_config(DEMO_CONFIG)

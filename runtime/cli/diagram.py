@@ -8,10 +8,16 @@ from enum import StrEnum
 from pathlib import Path
 
 from interlock.machines import SpecError, build_ir, lint, load, loads
-from interlock.runtime.builtin import resolve_spec
-
-from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnostics
-from .validate import expand_paths
+from interlock.runtime.builtin.specs import resolve_spec
+from interlock.runtime.cli.output import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    err,
+    fail,
+    print_diagnostics,
+)
+from interlock.runtime.cli.validate import expand_paths
 
 
 class Format(StrEnum):
@@ -24,7 +30,7 @@ class Format(StrEnum):
 def _render(path: Path, fmt: Format, text: str | None = None,
             active: frozenset[str] = frozenset()) -> bytes:
     from interlock.machines.render import render_dot, render_mermaid
-    from interlock.runtime.graphviz import render_with_dot
+    from interlock.runtime.diagrams.graphviz import render_with_dot
 
     ir = build_ir(load(path) if text is None else loads(text, str(path)))
     errors = [d for d in lint(ir) if d.is_error]
@@ -41,7 +47,7 @@ def _render(path: Path, fmt: Format, text: str | None = None,
 def run_diagram_session(session_id: str, store_url: str | None, fmt: Format,
                         out: Path | None) -> int:
     """Draw a session's own spec (the text it runs) with its active states filled."""
-    from interlock.runtime.snapshot import Snapshot
+    from interlock.runtime.engine.snapshot import Snapshot
     from interlock.runtime.store import StoreError, open_store
 
     try:
@@ -64,7 +70,7 @@ def run_diagram(spec: str, fmt: Format, out: Path | None) -> int:
 def _emit(render: Callable[[], bytes], fmt: Format, out: Path | None,
           name: str = "spec") -> int:
     """Render, then write to ``out`` or stdout; errors become messages."""
-    from interlock.runtime.graphviz import GraphvizError
+    from interlock.runtime.diagrams.graphviz import GraphvizError
 
     if fmt is Format.PNG and out is None and sys.stdout.isatty():
         return fail("PNG is binary; write it to a file with -o FILE.png", EXIT_USAGE)
@@ -86,8 +92,8 @@ def _emit(render: Callable[[], bytes], fmt: Format, out: Path | None,
 
 
 def run_diagram_all(spec_dir: Path, out_dir: Path) -> int:
-    from interlock.runtime.diagrams import sync_diagrams
-    from interlock.runtime.graphviz import GraphvizError
+    from interlock.runtime.diagrams.files import sync_diagrams
+    from interlock.runtime.diagrams.graphviz import GraphvizError
 
     files, missing = expand_paths([spec_dir])
     if missing or not files:

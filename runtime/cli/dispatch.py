@@ -18,6 +18,14 @@ from typing import Any
 import yaml
 from rich.markup import escape
 
+from interlock.runtime.cli.output import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    err,
+    fail,
+    print_diagnostics,
+)
 from interlock.runtime.dispatch.config import (
     ConfigError,
     PollingConfiguration,
@@ -29,11 +37,9 @@ from interlock.runtime.dispatch.dispatcher import (
     DispatchResult,
     dispatch_all,
 )
-from interlock.runtime.dispatch.orphans import StoreRegistry, reap_orphans
 from interlock.runtime.dispatch.process import SpawnOptions
+from interlock.runtime.host.orphans import StoreRegistry, reap_orphans
 from interlock.runtime.store import Store, StoreError, open_store
-
-from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnostics
 
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130

@@ -19,14 +19,20 @@ from rich.table import Table
 from interlock.machines import SpecError, build_ir, loads
 from interlock.machines.bindings import Bindings, Call
 from interlock.machines.events import reserved_reason
-from interlock.runtime.bindings_loader import BindingsError, load_bindings
-from interlock.runtime.builtin import resolve_spec
-from interlock.runtime.runner import Runner, SessionBusy, SpecChanged
-from interlock.runtime.session import SessionError, Step
-from interlock.runtime.snapshot import Snapshot, SnapshotError
+from interlock.runtime.builtin.specs import resolve_spec
+from interlock.runtime.cli.output import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    err,
+    fail,
+    print_diagnostics,
+)
+from interlock.runtime.engine.bindings_loader import BindingsError, load_bindings
+from interlock.runtime.engine.runner import Runner, SessionBusy, SpecChanged
+from interlock.runtime.engine.session import SessionError, Step
+from interlock.runtime.engine.snapshot import Snapshot, SnapshotError
 from interlock.runtime.store import SessionNotFound, Store, StoreError, open_store
-
-from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnostics
 
 if TYPE_CHECKING:
     from interlock.runtime.signals.session_feed import SessionFeed
@@ -97,7 +103,7 @@ def _check_session_id(session_id: str) -> None:
 
 def _reap(store: Store) -> None:
     """Stop agent process groups that a dead runner or dispatcher left behind."""
-    from interlock.runtime.dispatch.orphans import reap_orphans
+    from interlock.runtime.host.orphans import reap_orphans
 
     for reaped in reap_orphans(store):
         err.print(f"[yellow]stopped[/] {escape(reaped.describe())}")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail
 from interlock.runtime.signals.consumer import Consumer, Handled, Rejected, Subscription
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import (
@@ -22,8 +23,6 @@ from interlock.runtime.signals.model import (
     check_identifier,
 )
 from interlock.runtime.signals.writer import post_signal, wait_for_receipt
-
-from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail
 
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130

@@ -7,9 +7,16 @@ from pathlib import Path
 
 from interlock.machines import SpecError, build_ir, lint, load
 from interlock.machines.diagnostics import Diagnostic, Mark, error, sort_diagnostics
-from interlock.runtime.bindings_loader import BindingsError, load_bindings
-
-from .output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail, print_diagnostics, print_json
+from interlock.runtime.cli.output import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    err,
+    fail,
+    print_diagnostics,
+    print_json,
+)
+from interlock.runtime.engine.bindings_loader import BindingsError, load_bindings
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 

@@ -1,7 +1,7 @@
 """One sub-agent dispatch: a process driven by output, timers and the polling_state machine.
 
 The dispatcher owns the process and the clock; the machine (``specs/polling_state.yaml``,
-run as an in-memory :class:`~interlock.runtime.session.Session`) owns every decision. The
+run as an in-memory :class:`~interlock.runtime.engine.session.Session`) owns every decision. The
 dispatcher feeds it events as things happen, on one asyncio loop, with no fixed sleep:
 
 * ``chunk`` for every read from stdout or stderr (the bytes go to the output buffer
@@ -35,13 +35,17 @@ from typing import Any, Protocol
 
 from interlock.machines import Call, compile, load
 from interlock.machines.backends.base import CompiledMachine
-from interlock.runtime.builtin import resolve_spec
-from interlock.runtime.session import Session
-
-from .completion import DocumentCheck, PollingResult, check_document, parse_verdict
-from .config import PollingConfiguration
-from .output import STREAMS, OutputBuffer, OutputChunk, Stream
-from .process import AgentProcess, SpawnError, SpawnOptions
+from interlock.runtime.builtin.specs import resolve_spec
+from interlock.runtime.dispatch.completion import (
+    DocumentCheck,
+    PollingResult,
+    check_document,
+    parse_verdict,
+)
+from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.dispatch.output import STREAMS, OutputBuffer, OutputChunk, Stream
+from interlock.runtime.dispatch.process import AgentProcess, SpawnError, SpawnOptions
+from interlock.runtime.engine.session import Session
 
 STOP_WAIT_FIRST = 0.0005  # first wait for a signalled group to be gone; doubles each time
 STOP_WAIT_STEP = 0.01  # the longest wait between checks
@@ -63,7 +67,7 @@ class AgentCommand:
 
 class AgentRegistry(Protocol):
     """Where running agent process groups are recorded, so a dispatcher that dies cannot
-    orphan them (:mod:`interlock.runtime.dispatch.orphans` stops them on the next start)."""
+    orphan them (:mod:`interlock.runtime.host.orphans` stops them on the next start)."""
 
     def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None: ...
 

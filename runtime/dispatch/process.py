@@ -26,9 +26,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from interlock.runtime.procfs import stat_fields
-
-from .output import Stream
+from interlock.runtime.dispatch.output import Stream
+from interlock.runtime.host.procfs import stat_fields
 
 DISPATCH_ID_VAR = "INTERLOCK_DISPATCH_ID"
 READ_SIZE = 1 << 20  # bytes per read; the pipe is enlarged to this where allowed

@@ -42,10 +42,9 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from interlock.runtime.procfs import start_ticks
-
-from .mailbox import Claim, Mailbox
-from .model import (
+from interlock.runtime.host.procfs import start_ticks
+from interlock.runtime.signals.mailbox import Claim, Mailbox
+from interlock.runtime.signals.model import (
     MAX_SIGNAL_BYTES,
     STATE_SPECIFIC_TYPES,
     TARGET_ALL,

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from .model import Signal, check_identifier, fifo_key, render_signal
+from interlock.runtime.signals.model import Signal, check_identifier, fifo_key, render_signal
 
 FOLDERS = ("tmp", "inputs", "processed", "rejected")
 CLAIMS = ".claims"

@@ -13,12 +13,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from interlock.runtime.runner import Runner
+from interlock.runtime.engine.runner import Runner
+from interlock.runtime.signals.consumer import Consumer, Subscription
+from interlock.runtime.signals.mailbox import Mailbox
+from interlock.runtime.signals.model import SIGNAL_TYPES, TARGET_ALL, Signal, check_identifier
 from interlock.runtime.store import Store
-
-from .consumer import Consumer, Subscription
-from .mailbox import Mailbox
-from .model import SIGNAL_TYPES, TARGET_ALL, Signal, check_identifier
 
 SESSIONS_DIR = Path(".interlock") / "sessions"
 

@@ -19,8 +19,8 @@ from typing import Any
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from .mailbox import Mailbox, read_metadata
-from .model import Signal, make_signal
+from interlock.runtime.signals.mailbox import Mailbox, read_metadata
+from interlock.runtime.signals.model import Signal, make_signal
 
 # Watchdog logs through the standard library; without a handler of its own, Python's
 # last-resort handler would print its warnings over the CLI's output.

@@ -1,0 +1,1 @@
+"""Agents: the offline demo agents (real CLI adapters come with invoke)."""

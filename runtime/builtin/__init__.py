@@ -1,0 +1,1 @@
+"""The built-in specs shipped in the wheel, and (later) their bindings."""

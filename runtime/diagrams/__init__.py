@@ -1,0 +1,1 @@
+"""Diagrams of spec files and live sessions: Graphviz, Mermaid pages, staleness."""

@@ -1,0 +1,1 @@
+"""One process identity: owner ids, liveness on this host, /proc reads, orphan sweeping."""

@@ -1,0 +1,99 @@
+"""Agent process groups recorded in the store, and stopping those a dead dispatcher left.
+
+A dispatcher records each agent's process group before reading a byte from it and forgets
+it once the group is gone. If the dispatcher is SIGKILLed in between, the record stays;
+the next dispatcher or runner on this host finds it, sees that its owner is dead, and
+stops the group: SIGTERM, SIGKILL after the grace. A group is signalled only when one of
+its live members carries the record's ``INTERLOCK_DISPATCH_ID``, so a process-group id
+the system has since given to someone else is never hit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from interlock.runtime.dispatch.process import AgentProcess, carries_dispatch_id, group_members
+from interlock.runtime.host.owners import default_owner, owner_is_dead
+from interlock.runtime.store.base import AgentRecord, Store
+
+
+class StoreRegistry:
+    """An :class:`~interlock.runtime.dispatch.dispatcher.AgentRegistry` on a store."""
+
+    def __init__(self, store: Store, owner: str | None = None,
+                 session_id: str | None = None) -> None:
+        self.store = store
+        self.owner = owner or default_owner("dispatch")
+        self.session_id = session_id
+
+    def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None:
+        self.store.record_agent(AgentRecord(
+            id=dispatch_id, pgid=process.pgid, pid=process.pid, owner=self.owner,
+            argv=process.argv, started_at=started_at, session_id=self.session_id))
+
+    def stopped(self, dispatch_id: str) -> None:
+        self.store.forget_agent(dispatch_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Reaped:
+    """What was done about one orphaned record: ``stopped`` (signalled, now gone),
+    ``survived`` (still alive after SIGKILL: not ours to touch further), or ``gone``
+    (nothing of it was left)."""
+
+    record: AgentRecord
+    outcome: str
+
+    def describe(self) -> str:
+        argv = " ".join(self.record.argv)
+        return (f"agent group {self.record.pgid} ({argv}) left by a dead dispatcher: "
+                f"{self.outcome}")
+
+
+def _marked_members(record: AgentRecord) -> list[int]:
+    return [pid for pid in group_members(record.pgid) if carries_dispatch_id(pid, record.id)]
+
+
+def _wait_gone(record: AgentRecord, seconds: float, sleep: Callable[[float], None]) -> bool:
+    deadline = time.monotonic() + seconds
+    while _marked_members(record):
+        if time.monotonic() >= deadline:
+            return False
+        sleep(0.01)
+    return True
+
+
+def _signal(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def reap_orphans(store: Store, *, grace: float = 5.0,
+                 sleep: Callable[[float], None] = time.sleep) -> list[Reaped]:
+    """Stop the agent groups of dead dispatchers on this host and forget their records.
+
+    Records of live dispatchers, and of other hosts, are left alone.
+    """
+    reaped: list[Reaped] = []
+    host = socket.gethostname()
+    for record in store.agents():
+        if record.owner.partition(":")[0] != host or not owner_is_dead(record.owner):
+            continue
+        if not _marked_members(record):
+            outcome = "gone"
+        else:
+            _signal(record.pgid, signal.SIGTERM)
+            if _wait_gone(record, grace, sleep):
+                outcome = "stopped"
+            else:
+                _signal(record.pgid, signal.SIGKILL)
+                outcome = "stopped" if _wait_gone(record, 5.0, sleep) else "survived"
+        store.forget_agent(record.id)
+        reaped.append(Reaped(record, outcome))
+    return reaped

@@ -1,0 +1,41 @@
+"""A wheel built from the repo installs into a fresh venv and runs with its built-in specs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from support.paths import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def test_wheel_installs_and_validates_builtin_specs(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps",
+         "-w", str(dist), str(ROOT)],
+        check=True, capture_output=True, text=True,
+    )
+    wheel = next(dist.glob("interlock-*.whl"))
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    pip = env_dir / "bin" / "pip"
+    subprocess.run([str(pip), "install", "--quiet", str(wheel)], check=True,
+                   capture_output=True, text=True)
+    interlock = env_dir / "bin" / "interlock"
+    # Run from an empty folder so nothing from the source tree can be picked up.
+    listed = subprocess.run([str(interlock), "specs"], cwd=tmp_path, capture_output=True,
+                            text=True, check=True)
+    paths = [line.split(maxsplit=1)[1] for line in listed.stdout.splitlines()]
+    assert len(paths) >= 6
+    assert all("site-packages/interlock/specs/" in p for p in paths), paths
+    checked = subprocess.run([str(interlock), "validate", "--strict", *paths], cwd=tmp_path,
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    top_level = {p.name for p in (env_dir / "lib").glob("python*/site-packages/*")}
+    assert "machines" not in top_level and "runtime" not in top_level

@@ -1,0 +1,122 @@
+"""Crash test: a runner SIGKILLed at random points loses no event and applies none twice.
+
+A session of tests/crash/crashy.yaml gets ~120 queued events (and arms and cancels timers
+as it goes); `interlock resume` runs it as a real process. One uninterrupted run is the
+reference. Then, 20 times (two at a time), a fresh copy is resumed, killed with SIGKILL
+after a random delay, and resumed again until it finishes: the final state, the context (which lists
+every event it applied, in order) and the journal's steps must equal the reference's.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlock.runtime.engine.runner import Runner
+from interlock.runtime.engine.snapshot import Snapshot
+from interlock.runtime.store.sqlite import SqliteStore
+
+from support.paths import ROOT
+
+SPEC = ROOT / "tests" / "support" / "crash" / "crashy.yaml"
+BINDINGS = ROOT / "tests" / "support" / "crash" / "crashy_bindings.py"
+SESSION = "crashy-1"
+KILLS = 20
+SEED = 20261123
+
+pytestmark = pytest.mark.slow
+
+
+def _events() -> list[tuple[str, dict[str, Any]]]:
+    events: list[tuple[str, dict[str, Any]]] = [("go", {})]
+    for n in range(120):
+        events.append(("lap", {}) if n % 10 == 9 else ("tick", {"n": n}))
+    events.append(("finish", {}))
+    return events
+
+
+def _prepare(db: Path) -> None:
+    from interlock.runtime.engine.bindings_loader import load_bindings
+
+    store = SqliteStore(db)
+    try:
+        runner, _ = Runner.open(store, SPEC.read_text(), str(SPEC), session_id=SESSION,
+                                bindings=load_bindings(str(BINDINGS)))
+        runner.close()
+        for event, data in _events():
+            store.enqueue(SESSION, event, data, time.time())
+    finally:
+        store.close()
+
+
+def _resume(db: Path, kill_after: float | None = None) -> int | None:
+    """Run `interlock resume`; kill it with SIGKILL after ``kill_after`` seconds."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "interlock.runtime.cli", "resume", SESSION, "--store", str(db),
+         "--bindings", str(BINDINGS)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        _, stderr = proc.communicate(timeout=kill_after if kill_after is not None else 60)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        _, stderr = proc.communicate()
+        if kill_after is None:
+            pytest.fail(f"resume did not finish within 60 s: {stderr[-2000:]}")
+        return None
+    assert proc.returncode == 0, stderr
+    return proc.returncode
+
+
+def _outcome(db: Path) -> tuple[Any, ...]:
+    store = SqliteStore(db)
+    try:
+        row = store.get(SESSION)
+        steps = [(e.kind, e.event, e.data, e.before, e.after) for e in store.journal(SESSION)
+                 if e.kind in ("event", "timer", "rejected")]
+        queued = store.inbox(SESSION)
+    finally:
+        store.close()
+    snapshot = Snapshot.from_json(row.snapshot)
+    return row.status, snapshot.configuration, dict(snapshot.context), steps, len(queued)
+
+
+def test_sigkill_at_random_points_changes_nothing(tmp_path: Path) -> None:
+    reference_db = tmp_path / "reference.db"
+    _prepare(reference_db)
+    started = time.monotonic()
+    _resume(reference_db)
+    duration = time.monotonic() - started
+    reference = _outcome(reference_db)
+    status, _, context, steps, queued = reference
+    assert status == "final" and queued == 0
+    ticks = [data["n"] for event, data in _events() if event == "tick"]
+    assert context["seen"] == ticks  # every tick applied once, in order
+    assert context["laps"] == 12 and len(steps) > len(_events())
+
+    rng = random.Random(SEED)
+    delays = [rng.uniform(0.2, duration) for _ in range(KILLS)]
+
+    def kill_point(point: int) -> bool:
+        """One independent copy: killed at its delay, then resumed to the end."""
+        db = tmp_path / f"crash-{point}.db"
+        _prepare(db)
+        killed = _resume(db, kill_after=delays[point]) is None
+        _resume(db)
+        assert _outcome(db) == reference, (
+            f"kill point {point} at {delays[point]:.3f}s (seed {SEED})")
+        return killed
+
+    # Two copies at a time (the machine has two cores): each is its own database and
+    # process, so they cannot interfere; only the wall time halves.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        killed = sum(pool.map(kill_point, range(KILLS)))
+    assert killed >= KILLS // 2, "most kill points must land while the runner works"

@@ -1,0 +1,570 @@
+"""The store contract (runtime/store/base.py), run against SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from interlock.runtime.store import (
+    JournalEntry,
+    Lease,
+    SessionExists,
+    SessionNotFound,
+    StaleSession,
+    Store,
+    StoreError,
+    open_store,
+)
+from interlock.runtime.store import postgres as postgres_module
+from interlock.runtime.store import sqlite as sqlite_module
+from interlock.runtime.store.base import AgentRecord, InboxItem
+
+from support.store_helpers import (
+    commit_worker,
+    created,
+    enqueue_worker,
+    raw_execute,
+    row,
+    step,
+    with_params,
+)
+
+pytest_plugins = ["support.store_fixtures"]  # fixtures: store, target, pg_url
+TTL = 30.0
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def started(store: Store, session_id: str = "s1", owner: str = "runner-a") -> Lease:
+    """A created session and its lease, taken at t=100."""
+    store.create(row(session_id), created())
+    lease = store.acquire(session_id, owner, TTL, now=100.0)
+    assert lease is not None
+    return lease
+
+
+def commit(store: Store, lease: Lease, seq: int, *, now: float = 101.0,
+           consumed: list[int] | None = None, snapshot: dict[str, object] | None = None) -> int:
+    """Commit step seq+1 of ``lease``'s session."""
+    return store.commit_step(
+        lease.session_id, expected_seq=seq, lease_token=lease.token,
+        entries=[step(seq + 1)], snapshot=snapshot or {"step": seq + 1}, status="running",
+        consumed=consumed or [], now=now,
+    )
+
+
+# -- sessions ---------------------------------------------------------------------------
+
+
+def test_create_get_list_round_trip(store: Store) -> None:
+    first = row("s1", created_at=5.0, snapshot={"nested": {"ünï": [1, 2.5, None, True]}})
+    second = row("s2", created_at=2.0, status="final")
+    store.create(first, created(5.0))
+    store.create(second, created(2.0))
+    assert store.get("s1") == first
+    assert store.list() == [second, first]  # oldest first
+    assert store.journal("s1") == [] and store.journal("s1", after_seq=-1) == [created(5.0)]
+
+
+def test_create_refuses_a_taken_id_and_changes_nothing(store: Store) -> None:
+    store.create(row("s1"), created())
+    with pytest.raises(SessionExists, match="s1"):
+        store.create(row("s1", spec_name="other"), created(9.0))
+    assert store.get("s1") == row("s1")
+    assert store.journal("s1", after_seq=-1) == [created()]
+
+
+def test_create_wants_the_first_entry_of_the_row_s_step(store: Store) -> None:
+    with pytest.raises(ValueError, match="seq"):
+        store.create(row("s1"), step(1))
+    assert store.list() == []
+
+
+def test_unknown_sessions(store: Store) -> None:
+    with pytest.raises(SessionNotFound, match="nope"):
+        store.get("nope")
+    for call in (
+        lambda: store.journal("nope"),
+        lambda: store.inbox("nope"),
+        lambda: store.enqueue("nope", "start", {}, 1.0),
+        lambda: store.offer("nope", "start", {}, 1.0, key="k1"),
+        lambda: store.delivered("nope", "k1"),
+        lambda: store.acquire("nope", "runner-a", TTL, 100.0),
+        lambda: store.commit_step("nope", expected_seq=0, lease_token=1, entries=[],
+                                  snapshot={}, status="running", consumed=[], now=100.0),
+    ):
+        with pytest.raises(SessionNotFound):
+            call()
+    lost = Lease("nope", "runner-a", 1, 130.0)
+    assert store.renew(lost, TTL, 100.0) is None
+    store.release(lost)
+    assert store.list() == []
+
+
+# -- commit_step ------------------------------------------------------------------------
+
+
+def test_commit_step_appends_replaces_and_consumes_in_one_go(store: Store) -> None:
+    lease = started(store)
+    taken = store.enqueue("s1", "start", {"by": "cli"}, 50.0)
+    kept = store.enqueue("s1", "chunk", {}, 51.0)
+    entries = [step(1), JournalEntry(1, 11.5, "timer", "dispatch_timeout", {"left": 0.0},
+                                     ("active",), ("timeout",), "fired")]
+    seq = store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=entries,
+                            snapshot={"active": ["timeout"]}, status="final",
+                            consumed=[taken], now=102.0)
+    assert seq == 1
+    stored = store.get("s1")
+    assert (stored.seq, stored.status, stored.snapshot, stored.updated_at) == (
+        1, "final", {"active": ["timeout"]}, 102.0)
+    assert stored.created_at == 1.0
+    assert store.journal("s1") == entries
+    assert store.journal("s1", after_seq=-1) == [created(), *entries]
+    assert [item.id for item in store.inbox("s1")] == [kept]
+
+
+def test_commit_step_can_switch_the_spec_with_the_step(store: Store) -> None:
+    from interlock.runtime.store.base import SpecSource
+
+    lease = started(store)
+    new = SpecSource("specs/v2.yaml", "machine: v2\n", "d" * 64)
+    store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(1)],
+                      snapshot={}, status="running", consumed=[], now=5.0, spec=new)
+    stored = store.get("s1")
+    assert (stored.spec_path, stored.spec_text, stored.spec_hash) == (new.path, new.text,
+                                                                      new.digest)
+    with pytest.raises(StaleSession):  # a fenced commit switches nothing
+        store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(1)],
+                          snapshot={}, status="running", consumed=[], now=6.0,
+                          spec=SpecSource("x", "y", "z"))
+    assert store.get("s1").spec_path == new.path
+
+
+def test_journal_after_seq_reads_only_later_steps(store: Store) -> None:
+    lease = started(store)
+    for seq in range(3):
+        commit(store, lease, seq)
+    assert [entry.seq for entry in store.journal("s1", after_seq=1)] == [2, 3]
+    assert store.journal("s1", after_seq=3) == []
+
+
+def test_a_stale_seq_is_fenced_off_and_writes_nothing(store: Store) -> None:
+    lease = started(store)
+    commit(store, lease, 0)
+    item = store.enqueue("s1", "chunk", {}, 60.0)
+    before = (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1"))
+    with pytest.raises(StaleSession, match="step 1"):
+        commit(store, lease, 0, consumed=[item], snapshot={"lost": True})
+    assert (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1")) == before
+
+
+def test_a_commit_that_fails_half_way_leaves_nothing_behind(store: Store) -> None:
+    lease = started(store)
+    item = store.enqueue("s1", "start", {}, 60.0)
+    before = (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1"))
+    broken = JournalEntry(1, 12.0, kind=None)  # type: ignore[arg-type]  # NOT NULL, 2nd row
+    with pytest.raises(StoreError):
+        store.commit_step("s1", expected_seq=0, lease_token=lease.token,
+                          entries=[step(1), broken], snapshot={"half": True},
+                          status="running", consumed=[item], now=101.0)
+    assert (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1")) == before
+    assert commit(store, lease, 0, consumed=[item]) == 1
+
+
+def test_entries_must_belong_to_the_new_step(store: Store) -> None:
+    lease = started(store)
+    with pytest.raises(ValueError, match="seq"):
+        store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(2)],
+                          snapshot={}, status="running", consumed=[], now=101.0)
+    assert store.get("s1").seq == 0
+
+
+def test_json_that_json_cannot_carry_is_refused_before_writing(store: Store) -> None:
+    lease = started(store)
+    with pytest.raises(ValueError):
+        commit(store, lease, 0, snapshot={"x": float("nan")})
+    assert store.get("s1").seq == 0
+
+
+def test_consumed_ids_of_other_sessions_stay_queued(store: Store) -> None:
+    lease = started(store, "s1")
+    store.create(row("s2"), created())
+    other = store.enqueue("s2", "start", {}, 60.0)
+    commit(store, lease, 0, consumed=[other, 999_999])
+    assert [item.id for item in store.inbox("s2")] == [other]
+
+
+def test_the_journal_is_append_only(store: Store, target: str) -> None:
+    started(store)
+    with pytest.raises(Exception, match="append-only"):
+        raw_execute(target, "UPDATE journal SET kind = 'forged'")
+    assert store.journal("s1", after_seq=-1) == [created()]
+
+
+# -- offer: keyed, at most once ------------------------------------------------------------
+
+
+def test_offer_queues_once_per_key(store: Store) -> None:
+    store.create(row("s1"), created())
+    assert not store.delivered("s1", "sig-1")
+    first = store.offer("s1", "signal", {"path": "in/sig-1.json", "ünï": [1, None]}, 50.0,
+                        key="sig-1")
+    assert isinstance(first, int)
+    assert store.inbox("s1") == [
+        InboxItem(first, "s1", "signal", {"path": "in/sig-1.json", "ünï": [1, None]}, 50.0)]
+    assert store.offer("s1", "other", {"again": True}, 51.0, key="sig-1") is None
+    assert [(i.id, i.event) for i in store.inbox("s1")] == [(first, "signal")]
+    assert store.delivered("s1", "sig-1") and not store.delivered("s1", "sig-2")
+    second = store.offer("s1", "signal", {}, 52.0, key="sig-2")
+    plain = store.enqueue("s1", "start", {}, 53.0)  # offers and enqueues share one order
+    assert second is not None and first < second < plain
+    assert [i.id for i in store.inbox("s1")] == [first, second, plain]
+
+
+def test_offer_keys_belong_to_their_session(store: Store) -> None:
+    store.create(row("s1"), created())
+    store.create(row("s2"), created())
+    one = store.offer("s1", "signal", {}, 1.0, key="shared")
+    two = store.offer("s2", "signal", {}, 2.0, key="shared")
+    assert one is not None and two is not None and one != two
+    assert [i.id for i in store.inbox("s1")] == [one]
+    assert [i.id for i in store.inbox("s2")] == [two]
+    assert store.offer("s2", "signal", {}, 3.0, key="shared") is None
+    assert store.offer("s1", "signal", {}, 3.0, key="SHARED") is not None  # keys are exact
+
+
+def test_an_offer_key_outlives_its_consumed_item(store: Store) -> None:
+    lease = started(store)
+    item = store.offer("s1", "signal", {"n": 1}, 50.0, key="sig-1")
+    assert item is not None
+    commit(store, lease, 0, consumed=[item])
+    assert store.inbox("s1") == []
+    assert store.delivered("s1", "sig-1")
+    assert store.offer("s1", "signal", {"n": 1}, 60.0, key="sig-1") is None
+    assert store.inbox("s1") == []
+
+
+def test_an_offer_key_must_not_be_empty(store: Store) -> None:
+    store.create(row("s1"), created())
+    with pytest.raises(StoreError, match="key") as caught:
+        store.offer("s1", "signal", {}, 1.0, key="")
+    assert not isinstance(caught.value, SessionNotFound)
+    assert store.inbox("s1") == []
+
+
+def test_an_offer_with_bad_data_records_no_key(store: Store) -> None:
+    store.create(row("s1"), created())
+    with pytest.raises(ValueError):
+        store.offer("s1", "signal", {"x": float("nan")}, 1.0, key="sig-1")
+    assert not store.delivered("s1", "sig-1") and store.inbox("s1") == []
+    assert store.offer("s1", "signal", {}, 1.0, key="sig-1") is not None
+
+
+def test_an_offer_whose_item_cannot_be_written_records_no_key(store: Store) -> None:
+    store.create(row("s1"), created())
+    with pytest.raises(StoreError):  # event is NOT NULL: the item fails, so must the key
+        store.offer("s1", None, {}, 1.0, key="sig-1")  # type: ignore[arg-type]
+    assert not store.delivered("s1", "sig-1") and store.inbox("s1") == []
+
+
+# -- leases -----------------------------------------------------------------------------
+
+
+def test_one_owner_at_a_time_and_takeover_after_expiry(store: Store) -> None:
+    old = started(store, owner="runner-a")  # live until 130
+    assert old.token == 1 and old.expires_at == 130.0
+    assert store.acquire("s1", "runner-b", TTL, now=129.9) is None
+    commit(store, old, 0, now=129.0)
+
+    new = store.acquire("s1", "runner-b", TTL, now=130.0)
+    assert new == Lease("s1", "runner-b", 2, 160.0)
+    with pytest.raises(StaleSession, match="runner-b"):
+        commit(store, old, 1, now=131.0)
+    assert store.renew(old, TTL, now=131.0) is None
+    store.release(old)  # a no-op: the lease is runner-b's
+    assert store.acquire("s1", "runner-a", TTL, now=131.0) is None
+    assert commit(store, new, 1, now=131.0) == 2
+    assert [entry.seq for entry in store.journal("s1")] == [1, 2]
+
+
+def test_the_same_owner_reacquires_with_a_fresh_token(store: Store) -> None:
+    first = started(store, owner="runner-a")
+    again = store.acquire("s1", "runner-a", TTL, now=110.0)
+    assert again == Lease("s1", "runner-a", first.token + 1, 140.0)
+    with pytest.raises(StaleSession):
+        commit(store, first, 0)
+    assert commit(store, again, 0, now=111.0) == 1
+
+
+def test_an_expired_lease_cannot_commit_until_renewed(store: Store) -> None:
+    lease = started(store)  # expires at 130
+    with pytest.raises(StaleSession, match="expired"):
+        commit(store, lease, 0, now=130.0)
+    renewed = store.renew(lease, TTL, now=135.0)
+    assert renewed == Lease("s1", "runner-a", lease.token, 165.0)
+    assert commit(store, renewed, 0, now=136.0) == 1
+
+
+def test_release_frees_the_session_and_fences_the_old_token(store: Store) -> None:
+    lease = started(store)
+    store.release(lease)
+    with pytest.raises(StaleSession, match="nobody"):
+        commit(store, lease, 0)
+    assert store.renew(lease, TTL, now=101.0) is None
+    nxt = store.acquire("s1", "runner-b", TTL, now=101.0)
+    assert nxt is not None and nxt.token > lease.token
+
+
+def test_lease_ttl_must_be_positive(store: Store) -> None:
+    lease = started(store)
+    with pytest.raises(ValueError):
+        store.acquire("s1", "runner-a", 0, now=100.0)
+    with pytest.raises(ValueError):
+        store.renew(lease, -1, now=100.0)
+
+
+# -- several store objects, several processes ------------------------------------------------
+
+
+def test_reopening_sees_everything_and_keeps_the_schema(store: Store, target: str) -> None:
+    lease = started(store)
+    commit(store, lease, 0)
+    again = open_store(target, Path.cwd())
+    try:
+        assert again.get("s1") == store.get("s1")
+        assert again.acquire("s1", "runner-b", TTL, now=101.0) is None
+    finally:
+        again.close()
+
+
+def test_enqueue_from_concurrent_processes_loses_nothing(store: Store, target: str) -> None:
+    store.create(row("s1"), created())
+    workers, count = 4, 200
+    barrier = SPAWN.Barrier(workers)
+    procs = [SPAWN.Process(target=enqueue_worker, args=(target, "s1", w, count, barrier))
+             for w in range(workers)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=60)
+    assert [proc.exitcode for proc in procs] == [0] * workers
+    items = store.inbox("s1")
+    assert len({item.id for item in items}) == len(items) == workers * count
+    assert [item.id for item in items] == sorted(item.id for item in items)
+    for w in range(workers):  # each writer's items in the order it queued them
+        assert [i.data["n"] for i in items if i.data["worker"] == w] == list(range(count))
+
+
+def test_offers_of_the_same_keys_from_concurrent_processes_queue_each_once(
+        store: Store, target: str) -> None:
+    from support.store_fixtures import offer_worker  # here, not above: the plugin is imported by then
+
+    store.create(row("s1"), created())
+    workers, keys = 4, [f"sig-{n:02d}" for n in range(50)]
+    barrier, results = SPAWN.Barrier(workers), SPAWN.Queue()
+    procs = [SPAWN.Process(target=offer_worker, args=(target, "s1", w, keys, barrier, results))
+             for w in range(workers)]
+    for proc in procs:
+        proc.start()
+    reports = dict(results.get(timeout=120) for _ in range(workers))
+    for proc in procs:
+        proc.join(timeout=30)
+    assert [proc.exitcode for proc in procs] == [0] * workers
+    items = store.inbox("s1")
+    assert len(items) == len(keys)
+    assert sorted(item.data["key"] for item in items) == keys
+    won = {key: (w, got) for w, report in reports.items() for key, got in report
+           if got is not None}
+    assert sorted(won) == keys  # every key: exactly one offer got an id, the others None
+    assert sum(got is not None for report in reports.values() for _, got in report) == 50
+    for item in items:  # the id each winner was told is its item, carrying its data
+        assert won[item.data["key"]] == (item.data["worker"], item.id)
+    assert all(store.delivered("s1", key) for key in keys)
+
+
+def test_concurrent_commits_of_one_step_have_one_winner(store: Store, target: str) -> None:
+    lease = started(store)
+    rounds = 15
+    barrier, results = SPAWN.Barrier(2), SPAWN.Queue()
+    procs = [SPAWN.Process(target=commit_worker,
+                           args=(target, "s1", w, lease.token, rounds, barrier, results))
+             for w in range(2)]
+    for proc in procs:
+        proc.start()
+    outcomes = [results.get(timeout=60) for _ in range(2 * rounds)]
+    for proc in procs:
+        proc.join(timeout=30)
+    assert [proc.exitcode for proc in procs] == [0, 0]
+    for seq in range(rounds):
+        got = sorted(outcome for s, _, outcome in outcomes if s == seq)
+        assert got == ["StaleSession", "won"], (seq, got)
+    winners = {s: w for s, w, outcome in outcomes if outcome == "won"}
+    journal = store.journal("s1")
+    assert [entry.seq for entry in journal] == list(range(1, rounds + 1))
+    assert [entry.note for entry in journal] == [f"worker {winners[s]}" for s in range(rounds)]
+    assert store.get("s1").snapshot == {"winner": winners[rounds - 1], "step": rounds}
+
+
+# -- agent process records --------------------------------------------------------------------
+
+
+def agent(agent_id: str = "a1", started_at: float = 5.0, **changes: Any) -> AgentRecord:
+    fields: dict[str, Any] = {
+        "id": agent_id, "pgid": 4242, "pid": 4242, "owner": "host:4000:ab12",
+        "argv": ("claude", "-p", "fix the büg", ""), "started_at": started_at,
+    }
+    fields.update(changes)
+    return AgentRecord(**fields)
+
+
+@pytest.fixture
+def agents_store(store: Store, target: str) -> Store:
+    """``store`` with no agent records (``target`` empties only the session tables)."""
+    raw_execute(target, "DELETE FROM agents")
+    return store
+
+
+def test_agent_records_round_trip(agents_store: Store) -> None:
+    store = agents_store
+    assert store.agents() == []
+    loose = agent("a1", pgid=100, pid=101, argv=("sh", "-c", "sleep 9; echo 'x y'"))
+    bound = agent("a2", started_at=6.5, session_id="no-such-session")  # no foreign key
+    store.record_agent(loose)
+    store.record_agent(bound)
+    listed = store.agents()
+    assert listed == [loose, bound]
+    assert listed[0].session_id is None and listed[1].session_id == "no-such-session"
+    assert isinstance(listed[0].argv, tuple) and listed[0].argv[2] == "sleep 9; echo 'x y'"
+    assert (listed[0].pgid, listed[0].pid, listed[0].owner) == (100, 101, "host:4000:ab12")
+    assert store.list() == []  # an agent record is no session
+
+
+def test_agent_records_are_listed_by_start_time_then_id(agents_store: Store) -> None:
+    store = agents_store
+    for agent_id, at in [("9f", 3.0), ("c0", 1.0), ("0a", 3.0), ("a0", 2.0), ("0A", 3.0)]:
+        store.record_agent(agent(agent_id, started_at=at))
+    assert [(a.id, a.started_at) for a in store.agents()] == [
+        ("c0", 1.0), ("a0", 2.0), ("0A", 3.0), ("0a", 3.0), ("9f", 3.0)]
+
+
+def test_a_taken_agent_id_is_refused_and_changes_nothing(agents_store: Store) -> None:
+    store = agents_store
+    store.record_agent(agent("a1"))
+    with pytest.raises(StoreError, match=r"agent.*'a1'.*already"):
+        store.record_agent(agent("a1", pid=1, started_at=9.0))
+    assert store.agents() == [agent("a1")]
+
+
+def test_forget_agent_is_idempotent(agents_store: Store) -> None:
+    store = agents_store
+    store.forget_agent("never-recorded")
+    store.record_agent(agent("a1"))
+    store.record_agent(agent("a2", started_at=6.0))
+    store.forget_agent("a1")
+    store.forget_agent("a1")
+    assert store.agents() == [agent("a2", started_at=6.0)]
+    store.record_agent(agent("a1", started_at=7.0))  # a forgotten id may be recorded again
+    assert [a.id for a in store.agents()] == ["a2", "a1"]
+
+
+def test_agent_records_outlive_the_store_object(agents_store: Store, target: str) -> None:
+    agents_store.record_agent(agent("a1", session_id="s1"))
+    agents_store.close()
+    again = open_store(target, Path.cwd())
+    try:
+        assert again.agents() == [agent("a1", session_id="s1")]
+        again.forget_agent("a1")
+    finally:
+        again.close()
+    third = open_store(target, Path.cwd())
+    try:
+        assert third.agents() == []
+    finally:
+        third.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def empty_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where a store could live, with no tables yet: a new file or a new schema."""
+    if request.param == "sqlite":
+        yield f"sqlite://{tmp_path / 'state.db'}"
+        return
+    from support.store_fixtures import require_pg  # here, not above: the plugin is imported by then
+
+    base = require_pg()
+    schema = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield with_params(base, options=f"-c search_path={schema}")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def schema_version(target: str) -> int:
+    if target.startswith("sqlite://"):
+        with sqlite3.connect(target.removeprefix("sqlite://")) as lite:
+            found = lite.execute("SELECT version FROM schema_version").fetchall()
+    else:
+        with psycopg.connect(target) as pg:
+            found = pg.execute("SELECT version FROM schema_version").fetchall()
+    assert len(found) == 1
+    return int(found[0][0])
+
+
+def test_a_store_from_before_agent_records_is_migrated(
+        empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
+    steps = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", steps[:1])  # version 1: no agents table
+    old = open_store(empty_target, Path.cwd())
+    try:
+        old.create(row("s1"), created())
+    finally:
+        old.close()
+    assert schema_version(empty_target) == 1
+    monkeypatch.setattr(module, "MIGRATIONS", steps)
+    store = open_store(empty_target, Path.cwd())
+    try:
+        assert schema_version(empty_target) == len(steps)
+        assert store.get("s1") == row("s1")
+        assert store.journal("s1", after_seq=-1) == [created()]
+        store.record_agent(agent("a1", session_id="s1"))
+        assert store.agents() == [agent("a1", session_id="s1")]
+    finally:
+        store.close()
+
+
+def test_a_store_from_before_deliveries_is_migrated(
+        empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
+    steps = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", steps[:2])  # version 2: no deliveries table
+    old = open_store(empty_target, Path.cwd())
+    try:
+        old.create(row("s1"), created())
+        queued = old.enqueue("s1", "start", {"by": "cli"}, 5.0)
+        old.record_agent(agent("a1", session_id="s1"))
+    finally:
+        old.close()
+    assert schema_version(empty_target) == 2
+    monkeypatch.setattr(module, "MIGRATIONS", steps)
+    store = open_store(empty_target, Path.cwd())
+    try:
+        assert schema_version(empty_target) == len(steps) == 3
+        assert store.get("s1") == row("s1")
+        assert store.journal("s1", after_seq=-1) == [created()]
+        assert store.inbox("s1") == [InboxItem(queued, "s1", "start", {"by": "cli"}, 5.0)]
+        assert store.agents() == [agent("a1", session_id="s1")]
+        assert not store.delivered("s1", "sig-1")
+        offered = store.offer("s1", "signal", {}, 6.0, key="sig-1")
+        assert offered is not None and offered > queued
+        assert store.offer("s1", "signal", {}, 7.0, key="sig-1") is None
+        assert [item.id for item in store.inbox("s1")] == [queued, offered]
+    finally:
+        store.close()

@@ -1,0 +1,1 @@
+"""Test helpers and fixture files (agents, specs, bindings) shared by the suites."""

@@ -1,0 +1,184 @@
+"""Small specs that exercise every drawing rule; shared by the renderer tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from interlock.machines import MachineIR, SpecError, build_ir, load, loads
+
+from support.paths import ROOT, builtin_spec_paths
+
+FLAT = """\
+machine: door
+description: A door with a lock.
+context:
+  close_after: {type: duration, default: 30s}
+initial: closed
+states:
+  closed:
+    on:
+      open: {target: opened, guard: "!locked", actions: [log_open, count]}
+      lock: {guard: has_key, target: locked}
+  locked:
+    on: {unlock: closed}
+  opened:
+    entry: [start_timer]
+    exit: stop_timer
+    after:
+      close_after: closed
+      90: {target: alarm, guard: "!attended"}
+    on:
+      draft: {actions: [note_draft]}
+      tick: null
+  alarm:
+    always:
+      - {guard: silenced, target: closed, actions: [reset]}
+      - {target: broken}
+  broken: {type: final}
+"""
+
+COMPOUND = """\
+machine: job
+initial: running
+states:
+  running:
+    entry: [start]
+    initial: fetching
+    on: {cancel: cancelled}
+    states:
+      fetching:
+        on: {fetched: parsing, failed: error}
+      parsing:
+        on: {parsed: done}
+      done: {type: final}
+  cancelled: {type: final}
+  error:
+    on: {retry: running}
+"""
+
+PARALLEL = """\
+machine: player
+initial: playing
+states:
+  playing:
+    type: parallel
+    on: {stop: stopped}
+    states:
+      audio:
+        initial: muted
+        states:
+          muted: {on: {unmute: loud}}
+          loud: {on: {mute: muted}}
+      video:
+        initial: sd
+        states:
+          sd: {on: {upgrade: hd}}
+          hd: {on: {downgrade: sd, overheat: stopped}}
+  stopped:
+    on: {play: playing}
+"""
+
+HISTORY = """\
+machine: editor
+initial: editing
+states:
+  editing:
+    initial: typing
+    on: {help: help}
+    states:
+      back: {type: history, default: typing}
+      deep_back: {type: history, history: deep, default: typing}
+      typing: {on: {select: selecting}}
+      selecting:
+        initial: word
+        states:
+          word: {on: {grow: line}}
+          line: {}
+  help:
+    on: {close: back, close_all: deep_back}
+"""
+
+# Ids that Mermaid or Graphviz cannot take as they are, and labels full of syntax.
+AWKWARD = r"""
+machine: awkward
+initial: end
+states:
+  end:
+    on:
+      "go: now; [x] {y} #1 %% \"q\" 'z' <b> & | \\ ~ `c` * _u_ direction TB":
+        target: state
+        guard: "!ok-ish"
+        actions: ["a:b", "c;d", "--> e"]
+  state:
+    on: {"-->": note, default: default}
+  note:
+    initial: my-state
+    states:
+      my-state: {on: {"e.v": "a.b"}}
+      a.b: {on: {x: "1st"}}
+      1st: {type: final}
+  default:
+    on: {again: root_start, "::x": "état"}
+  root_start:
+    on: {fwd: note_start}
+  note_start:
+    on: {fwd: "s_end"}
+  s_end:
+    on: {z: "état"}
+  "état":
+    description: "A description with \"quotes\", <tags> & a backslash \\"
+    entry: ["ent\\ry"]
+    on: {"\\": end}
+"""
+
+# A spec with faults lint reports: unknown targets, no initial, duplicate ids.
+BROKEN = """\
+machine: broken
+states:
+  a:
+    on: {go: nowhere, back: b}
+  b:
+    initial: gone
+    states:
+      c: {on: {up: a}}
+      d: {}
+"""
+
+CASES: dict[str, str] = {
+    "flat": FLAT,
+    "compound": COMPOUND,
+    "parallel": PARALLEL,
+    "history": HISTORY,
+    "awkward": AWKWARD,
+    "broken": BROKEN,
+}
+
+
+def case(name: str) -> MachineIR:
+    return build_ir(loads(CASES[name], f"<{name}>"))
+
+
+def builtin_irs() -> list[tuple[str, MachineIR]]:
+    """Every built-in spec (globbed now: specs/ is still growing)."""
+    return [(p.name, build_ir(load(p))) for p in builtin_spec_paths()]
+
+
+def broken_corpus_irs() -> list[tuple[str, MachineIR]]:
+    """The lint corpus specs that load (their faults are lint's; drawing must not fail)."""
+    out = []
+    for path in sorted((ROOT / "tests" / "machines" / "broken").glob("*.yaml")):
+        try:
+            out.append((path.name, build_ir(load(path))))
+        except SpecError:
+            continue
+    return out
+
+
+def all_irs() -> list[tuple[str, MachineIR]]:
+    return ([(name, case(name)) for name in CASES] + builtin_irs()
+            + [(f"broken/{n}", ir) for n, ir in broken_corpus_irs()])
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
