@@ -100,6 +100,62 @@ class TransitionIR:
         return self.marks.get(name, self.mark)
 
 
+class OnResume(StrEnum):
+    """What a resumed runner does with an invocation its dead predecessor left running."""
+
+    ADOPT = "adopt"  # reattach to the same process (same pid and start time), keep reading
+    RESTART = "restart"  # stop what is left of it and start exactly one new one
+    FAIL = "fail"  # raise error.invoke.<id> with reason runner_lost
+
+
+INVOKE_DONE_PREFIX = "done.invoke"
+INVOKE_ERROR_PREFIX = "error.invoke"
+
+
+def invoke_done_event(invoke_id: str) -> str:
+    return f"{INVOKE_DONE_PREFIX}.{invoke_id}"
+
+
+def invoke_error_event(invoke_id: str) -> str:
+    return f"{INVOKE_ERROR_PREFIX}.{invoke_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class InvokeIR:
+    """An agent started when its state is entered and cancelled when the state is left.
+
+    Exactly one of ``agent`` (a name from interlock.yaml ``agents:``) and ``command`` (an
+    argv) is set in a valid spec; lint reports otherwise. ``prompt`` is Jinja2 template
+    text, ``prompt_file`` a template path relative to the spec file (one or neither).
+    ``input`` values may be templates. ``timeout`` is a literal duration or a context
+    field (like ``after:``); None means the dispatch settings decide. Completion raises
+    :func:`invoke_done_event`, failure :func:`invoke_error_event`.
+    """
+
+    id: str
+    state: str
+    agent: str | None
+    command: tuple[str, ...] | None
+    prompt: str | None
+    prompt_file: str | None
+    input: Mapping[str, Any]
+    timeout: Delay | None
+    on_resume: OnResume
+    mark: Mark
+    marks: Mapping[str, Mark] = field(default_factory=dict, compare=False)
+
+    def mark_of(self, name: str) -> Mark:
+        return self.marks.get(name, self.mark)
+
+    @property
+    def done_event(self) -> str:
+        return invoke_done_event(self.id)
+
+    @property
+    def error_event(self) -> str:
+        return invoke_error_event(self.id)
+
+
 @dataclass(frozen=True, slots=True)
 class StateIR:
     id: str
@@ -117,6 +173,7 @@ class StateIR:
     depth: int
     mark: Mark
     marks: Mapping[str, Mark] = field(default_factory=dict, compare=False)
+    invoke: InvokeIR | None = None  # the agent this state runs while it is active
 
     def mark_of(self, name: str) -> Mark:
         return self.marks.get(name, self.mark)
@@ -217,6 +274,11 @@ class MachineIR:
             for t in state.transitions:
                 names.update(t.actions)
         return tuple(sorted(names))
+
+    @property
+    def invokes(self) -> tuple[InvokeIR, ...]:
+        """Every state's invocation, in document order."""
+        return tuple(s.invoke for s in self.states.values() if s.invoke is not None)
 
     def leaf_states(self) -> tuple[str, ...]:
         return tuple(s.id for s in self.states.values()

@@ -1,0 +1,68 @@
+"""The agent adapter contract: a SubAgentCommand becomes a launch, a CLI's output an answer.
+
+An adapter knows one agent CLI (claude, codex, opencode, gemini, any command, the offline
+demo agents): which argv runs it with a prompt, and how to read what it printed back into
+the answer text the completion detector parses, plus the usage (tokens, cost) where the
+CLI reports it. Adapters do no I/O of their own: the dispatcher runs the launch as a
+process group and polls its output; the adapter only builds and reads.
+
+Configuration comes from ``agents:`` in ``interlock.yaml``, one :class:`AgentConfig` per
+name, with seed 001's SubAgentCommand fields (``cli``, ``model``, ``agent``,
+``outputFormat``; the prompt comes from the invoking state) plus ``args``, ``env``, ``cwd``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+AgentCli = Literal["claude", "codex", "opencode", "gemini", "command", "demo"]
+AGENT_CLIS: tuple[str, ...] = ("claude", "codex", "opencode", "gemini", "command", "demo")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one invocation cost, as far as the CLI says (None: not reported)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
+                "costUsd": self.cost_usd}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLaunch:
+    """How to start the agent: an argv (never a shell line), the text for its stdin (then
+    closed; None: /dev/null), extra environment, and a working folder (None: inherited)."""
+
+    argv: tuple[str, ...]
+    stdin: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOutput:
+    """An agent's output as read by its adapter: the answer text (for a streaming JSON CLI,
+    the final message's text, not the event stream), the usage, and the error the CLI
+    reported in its own output, if any."""
+
+    answer: str
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+
+
+class Adapter(Protocol):
+    """One agent CLI. ``launch`` and ``read`` are pure."""
+
+    cli: str  # one of AGENT_CLIS
+
+    def launch(self, config: Any, prompt: str) -> AgentLaunch:
+        """The process to start for ``config`` (an AgentConfig) with ``prompt``."""
+
+    def read(self, stdout: str) -> AgentOutput:
+        """The answer and usage in everything the agent printed on stdout so far."""
