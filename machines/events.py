@@ -39,3 +39,24 @@ def reserved_reason(event: str) -> str | None:
     if head in RESERVED_PREFIXES and (dot or head == "after"):
         return RESERVED_PREFIXES[head]
     return None
+
+
+# Events the engine raises that a spec may listen for (SCXML's error.execution, invoke's
+# done/error events): ``error`` and ``error.*`` match every error the engine raises.
+ENGINE_EVENT_PREFIXES: tuple[str, ...] = ("error.execution", "error.invoke", "done.invoke")
+
+
+def engine_raised(descriptor: str) -> bool:
+    """Whether a transition listening for ``descriptor`` hears events the engine raises
+    (so the reserved name is legitimate there).
+
+    >>> engine_raised("error.execution"), engine_raised("done.invoke.work"), engine_raised("error")
+    (True, True, True)
+    >>> engine_raised("done.state.active"), engine_raised("error.custom")
+    (False, False)
+    """
+    if descriptor.endswith(".*"):
+        descriptor = descriptor[:-2]
+    if descriptor in ("error", "done.invoke", "error.invoke"):
+        return True
+    return any(descriptor == p or descriptor.startswith(p + ".") for p in ENGINE_EVENT_PREFIXES)

@@ -18,7 +18,8 @@ M209   candidate hidden by an earlier unguarded one (warning)
 M210   cycle of unguarded ``always`` transitions
 M211   guard or action not in the bindings (only when bindings are given)
 M212   ``after:`` key naming an unknown or non-numeric context field
-M213   reserved event names (``after.*``, ``done.*``, ``error.*``)
+M213   reserved event names (``after.*``, ``done.*``, ``error.*``) other than those the
+       engine raises (``error.execution``, ``done.invoke.<id>``, ``error.invoke.<id>``)
 M214   a field the state's kind does not allow
 M215   context default that does not match its type
 =====  ==========================================================================
@@ -35,7 +36,7 @@ from typing import Any
 
 from interlock.machines.diagnostics import Diagnostic, Mark, error, sort_diagnostics, warning
 from interlock.machines.durations import parse_duration
-from interlock.machines.events import reserved_reason
+from interlock.machines.events import engine_raised, reserved_reason
 from interlock.machines.ir import (
     ContextFieldIR,
     MachineIR,
@@ -833,7 +834,7 @@ def _check_reserved_events(ir: MachineIR, tree: _Tree) -> Iterator[Diagnostic]:
         for t in _first_per_event(state, TransitionKind.EVENT):
             event = t.event or ""
             reason = reserved_reason(event)
-            if reason is not None:
+            if reason is not None and not engine_raised(event):
                 yield error("M213", f"event name {event!r} in state {state.id!r} is reserved",
                             t.mark_of("event"), reason)
 

@@ -715,10 +715,17 @@ def test_unbound_guards_and_actions_are_reported_where_used() -> None:
 
 
 @pytest.mark.parametrize("event", ["after", "after.a.0", "after.*", "done.state.a", "done.x",
-                                   "error.execution", "error.*"])
+                                   "error.custom", "error.executions"])
 def test_reserved_event_names(event: str) -> None:
     spec = machine(f"a:\n  on:\n    '{event}': b\nb: {{type: final}}\n", "initial: a\n")
     assert at("M213", spec) == [(6, 7)]
+
+
+@pytest.mark.parametrize("event", ["error.execution", "error", "error.*", "done.invoke.work",
+                                   "error.invoke.work", "error.invoke", "done.invoke"])
+def test_engine_raised_events_may_be_listened_for(event: str) -> None:
+    spec = machine(f"a:\n  on:\n    '{event}': b\nb: {{type: final}}\n", "initial: a\n")
+    assert at("M213", spec) == []
 
 
 @pytest.mark.parametrize("event", ["done", "error", "aftermath", "errors.x", "job.done",
