@@ -363,7 +363,8 @@ def test_enqueue_from_concurrent_processes_loses_nothing(store: Store, target: s
 
 def test_offers_of_the_same_keys_from_concurrent_processes_queue_each_once(
         store: Store, target: str) -> None:
-    from support.store_fixtures import offer_worker  # here, not above: the plugin is imported by then
+    # here, not above: the plugin is imported by then
+    from support.store_fixtures import offer_worker
 
     store.create(row("s1"), created())
     workers, keys = 4, [f"sig-{n:02d}" for n in range(50)]
@@ -495,7 +496,8 @@ def empty_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield f"sqlite://{tmp_path / 'state.db'}"
         return
-    from support.store_fixtures import require_pg  # here, not above: the plugin is imported by then
+    # here, not above: the plugin is imported by then
+    from support.store_fixtures import require_pg
 
     base = require_pg()
     schema = f"test_{uuid.uuid4().hex[:12]}"
