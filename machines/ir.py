@@ -21,7 +21,7 @@ from typing import Any
 
 from interlock.machines.diagnostics import Mark
 from interlock.machines.durations import parse_duration
-from interlock.machines.spec import Spec, StateSpec, TransitionSpec
+from interlock.machines.spec import InvokeSpec, Spec, StateSpec, TransitionSpec
 
 TIMER_EVENT_PREFIX = "after"
 
@@ -323,6 +323,27 @@ def _state_transitions(sid: str, state: StateSpec) -> tuple[TransitionIR, ...]:
     return tuple(out)
 
 
+def _invoke(sid: str, spec: InvokeSpec | None) -> InvokeIR | None:
+    if spec is None:
+        return None
+    marks = {name: spec.mark_of(name)
+             for name in ("id", "agent", "command", "prompt", "prompt_file", "input", "timeout",
+                          "on_resume")}
+    return InvokeIR(
+        id=spec.id or sid,
+        state=sid,
+        agent=spec.agent,
+        command=tuple(spec.command) if spec.command is not None else None,
+        prompt=spec.prompt,
+        prompt_file=spec.prompt_file,
+        input=MappingProxyType(dict(spec.input)),
+        timeout=Delay.parse(spec.timeout) if spec.timeout is not None else None,
+        on_resume=OnResume(spec.on_resume),
+        mark=spec.mark,
+        marks=MappingProxyType(marks),
+    )
+
+
 def _kind(state: StateSpec) -> StateKind:
     return StateKind(state.kind)
 
@@ -348,7 +369,7 @@ def build_ir(spec: Spec) -> MachineIR:
                    if kind is StateKind.COMPOUND else state.initial)
         marks = {name: state.mark_of(name)
                  for name in ("type", "initial", "entry", "exit", "on", "after", "always",
-                              "history", "default", "states")}
+                              "history", "default", "states", "invoke")}
         ir = StateIR(
             id=sid,
             kind=kind,
@@ -365,6 +386,7 @@ def build_ir(spec: Spec) -> MachineIR:
             depth=depth,
             mark=state.mark,
             marks=MappingProxyType(marks),
+            invoke=_invoke(sid, state.invoke),
         )
         declared.append(ir)
         states.setdefault(sid, ir)

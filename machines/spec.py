@@ -99,6 +99,29 @@ class ContextField(Node):
     description: str | None = None
 
 
+class InvokeSpec(Node):
+    """An agent the state runs while it is active (XState's invoke, SCXML's <invoke>)."""
+
+    id: str | None = Field(default=None, description="Names done.invoke.<id> and "
+                           "error.invoke.<id>; default: the state's id.")
+    agent: str | None = Field(default=None, description="A name from interlock.yaml agents:.")
+    command: list[str] | None = Field(default=None, description="An argv, instead of agent.")
+    prompt: str | None = Field(default=None, description="A Jinja2 template.")
+    prompt_file: str | None = Field(default=None, description="A Jinja2 template file, "
+                                    "relative to the spec file.")
+    input: dict[str, Any] = Field(default_factory=dict, description="Values for the prompt; "
+                                  "strings are Jinja2 templates.")
+    timeout: str | None = Field(default=None, description="A duration or a context field.")
+    on_resume: Literal["adopt", "restart", "fail"] = Field(
+        default="adopt", description="After a runner crash: reattach, start anew, or fail.")
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+            else value
+
+
 class StateSpec(Node):
     """A state. Its kind is ``type``, or inferred: with ``states`` it is compound."""
 
@@ -124,6 +147,9 @@ class StateSpec(Node):
     )
     default: str | None = Field(
         default=None, description="For type: history, the state entered when none is recorded."
+    )
+    invoke: InvokeSpec | None = Field(
+        default=None, description="An agent started on entry and cancelled on exit."
     )
 
     _lists = field_validator("entry", "exit", "tags", mode="before")(_as_list)
