@@ -1,0 +1,447 @@
+"""Sessions through the façade: start, resume, send, status, log, cancel, remove, list.
+
+Every function is a coroutine; blocking store and process work runs in worker threads so
+the caller's event loop stays free. ``store`` is a store URL (default: SQLite in
+``ROOT/.interlock/state.db``) and ``root`` the folder sessions keep their files under
+(default: the working directory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from interlock.machines import SpecError, build_ir, loads
+from interlock.machines.bindings import Bindings, Call
+from interlock.machines.events import reserved_reason
+from interlock.machines.ir import MachineIR, TransitionKind
+from interlock.runtime.api.errors import (
+    Conflict,
+    InterlockError,
+    NotFound,
+    UsageError,
+)
+from interlock.runtime.builtin.specs import resolve_spec
+from interlock.runtime.engine.bindings_loader import BindingsError, load_bindings
+from interlock.runtime.engine.runner import Runner, SessionBusy, SpecChanged
+from interlock.runtime.engine.session import SessionError, Step
+from interlock.runtime.engine.snapshot import Snapshot, SnapshotError
+from interlock.runtime.host.owners import owner_is_dead
+from interlock.runtime.signals.model import SignalError, check_identifier
+from interlock.runtime.store import (
+    JournalEntry,
+    SessionNotFound,
+    SessionRow,
+    Store,
+    StoreError,
+    open_store,
+)
+
+SessionStatus = Literal["running", "stopped", "failed", "finished", "cancelled"]
+Outcome = Literal["finished", "stopped", "failed", "cancelled"]
+StepCallback = Callable[[Step], None]
+NoteCallback = Callable[[str], None]
+BindingsArg = str | Mapping[str, Callable[[Call], Any]] | None
+
+
+@dataclass(frozen=True, slots=True)
+class TimerInfo:
+    event: str
+    state: str
+    deadline: float  # wall-clock seconds
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerInfo:
+    """The live runner holding a session: its process and when its lease was taken."""
+
+    owner: str
+    host: str
+    pid: int | None
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session as it stands: ``status`` is one of running, stopped, failed, finished,
+    cancelled; ``running`` only while a live runner holds the session's lease."""
+
+    id: str
+    machine: str
+    spec_path: str
+    status: SessionStatus
+    active: tuple[str, ...]
+    seq: int
+    created_at: float
+    updated_at: float
+    timers: tuple[TimerInfo, ...]
+    queued: int
+    context: Mapping[str, Any]
+    runner: RunnerInfo | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "machine": self.machine, "spec": self.spec_path,
+            "status": self.status, "active": list(self.active), "seq": self.seq,
+            "created_at": self.created_at, "updated_at": self.updated_at,
+            "timers": [{"event": t.event, "state": t.state, "deadline": t.deadline}
+                       for t in self.timers],
+            "queued": self.queued, "context": dict(self.context),
+            "runner": None if self.runner is None else {
+                "owner": self.runner.owner, "host": self.runner.host, "pid": self.runner.pid,
+                "expires_at": self.runner.expires_at},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a run ended: ``finished`` (a final state), ``stopped`` (asked to stop; the
+    session is resumable), ``failed`` or ``cancelled``."""
+
+    session_id: str
+    outcome: Outcome
+    active: tuple[str, ...]
+    created: bool
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SendReceipt:
+    """What became of a sent event: ``taken`` by the live runner (``active`` is the
+    configuration after it), ``queued`` for the next run, or ``rejected`` by the live
+    runner (``accepts`` lists the events the configuration takes)."""
+
+    session_id: str
+    event: str
+    outcome: Literal["taken", "queued", "rejected"]
+    active: tuple[str, ...]
+    accepts: tuple[str, ...] = field(default=())
+    note: str | None = None
+
+
+# -- errors -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    """The engine's and the store's exceptions as the façade's (SpecError passes: its
+    diagnostics are for printing)."""
+    try:
+        yield
+    except SpecError:
+        raise
+    except SessionNotFound as exc:
+        raise NotFound(str(exc)) from None
+    except (SessionBusy, SpecChanged) as exc:
+        raise Conflict(str(exc)) from None
+    except (BindingsError, SignalError) as exc:
+        raise UsageError(str(exc)) from None
+    except (SessionError, SnapshotError, StoreError) as exc:
+        raise InterlockError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _opened(store: str | None, root: Path) -> Iterator[Store]:
+    with _translated():
+        opened = open_store(store, root)
+        try:
+            yield opened
+        finally:
+            opened.close()
+
+
+def _root(root: Path | str | None) -> Path:
+    return Path(root) if root is not None else Path.cwd()
+
+
+def check_session_id(session_id: str) -> str:
+    """Session ids name folders (the session's mailbox): no '/', no '..'."""
+    try:
+        return check_identifier(session_id, "session id")
+    except SignalError as exc:
+        raise UsageError(str(exc)) from None
+
+
+# -- views ------------------------------------------------------------------------------
+
+
+def _runner_info(store: Store, row: SessionRow, now: float) -> RunnerInfo | None:
+    lease = store.holder(row.id)
+    if lease is None or lease.expires_at <= now or owner_is_dead(lease.owner):
+        return None
+    host, _, rest = lease.owner.partition(":")
+    pid = rest.partition(":")[0]
+    return RunnerInfo(lease.owner, host, int(pid) if pid.isdigit() else None, lease.expires_at)
+
+
+def _status(row: SessionRow, runner: RunnerInfo | None) -> SessionStatus:
+    if row.status in ("final", "finished"):
+        return "finished"
+    if row.status in ("failed", "cancelled"):
+        return row.status  # type: ignore[return-value]
+    return "running" if runner is not None else "stopped"
+
+
+def _info(store: Store, row: SessionRow, now: float) -> SessionInfo:
+    snapshot = Snapshot.from_json(row.snapshot)
+    runner = _runner_info(store, row, now)
+    return SessionInfo(
+        id=row.id, machine=row.spec_name, spec_path=row.spec_path,
+        status=_status(row, runner), active=tuple(snapshot.configuration), seq=row.seq,
+        created_at=row.created_at, updated_at=row.updated_at,
+        timers=tuple(TimerInfo(t.event, t.state, t.deadline) for t in snapshot.timers),
+        queued=len(store.inbox(row.id)), context=dict(snapshot.context), runner=runner,
+    )
+
+
+def accepted_events(ir: MachineIR, configuration: tuple[str, ...]) -> tuple[str, ...]:
+    """The event descriptors the active states listen for (timers excluded), sorted."""
+    return tuple(sorted({t.event for sid in configuration if sid in ir.states
+                         for t in ir.states[sid].transitions
+                         if t.kind is TransitionKind.EVENT and t.event is not None}))
+
+
+# -- running ----------------------------------------------------------------------------
+
+
+def _noop(call: Call) -> None:
+    return None
+
+
+def _false(call: Call) -> bool:
+    return False
+
+
+def resolve_bindings(bindings: BindingsArg, spec_text: str, spec_path: str,
+                     allow_unbound: bool, on_note: NoteCallback | None = None) -> Bindings:
+    """A bindings mapping from a ``MODULE[:ATTR]``/``FILE.py`` reference or a mapping; with
+    ``allow_unbound``, unbound actions do nothing and unbound guards are false."""
+    with _translated():
+        bound: dict[str, Any] = dict(load_bindings(bindings) if isinstance(bindings, str)
+                                     else bindings or {})
+    if allow_unbound:
+        ir = build_ir(loads(spec_text, spec_path))
+        missing_guards = [g for g in ir.guards if g not in bound]
+        missing_actions = [a for a in ir.actions if a not in bound]
+        bound.update(dict.fromkeys(missing_actions, _noop))
+        bound.update(dict.fromkeys(missing_guards, _false))
+        if (missing_guards or missing_actions) and on_note is not None:
+            on_note(f"unbound: {len(missing_actions)} action(s) do nothing, "
+                    f"{len(missing_guards)} guard(s) are false (allow_unbound)")
+    return bound
+
+
+def _read_spec(spec: str | Path) -> tuple[str, str]:
+    path = resolve_spec(str(spec))
+    try:
+        return path.read_text(encoding="utf-8"), str(path)
+    except FileNotFoundError:
+        raise UsageError(f"no spec file {path} (nor a built-in spec of that name; "
+                         "`interlock specs` lists them)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read spec {path}: {exc}") from None
+
+
+def _reap(store: Store, on_note: NoteCallback | None) -> None:
+    """Stop agent process groups that a dead runner or dispatcher left behind."""
+    from interlock.runtime.host.orphans import reap_orphans
+
+    for reaped in reap_orphans(store):
+        if on_note is not None:
+            on_note(f"stopped {reaped.describe()}")
+
+
+def _feed(runner: Runner, store: str | None, root: Path, enabled: bool, identity: str,
+          on_note: NoteCallback | None) -> Any:
+    """A live-signal consumer for the session's mailbox (a store connection of its own)."""
+    if not enabled:
+        return None
+    from interlock.runtime.signals.session_feed import SessionFeed, session_dir
+
+    with _translated():
+        check_identifier(identity, "signals_as")
+        folder = session_dir(root, runner.session_id)
+        feed = SessionFeed(runner, open_store(store, root), folder, identity=identity)
+    if on_note is not None:
+        on_note(f"signals: {feed.mailbox.inputs} (interlock signal {runner.session_id} "
+                "STEER 'message')")
+    return feed
+
+
+async def _drive(runner: Runner, feed: Any, created: bool, stop: asyncio.Event | None,
+                 on_step: StepCallback | None) -> RunResult:
+    stop = stop or asyncio.Event()
+
+    def stepped(step: Step) -> None:
+        if on_step is not None:
+            on_step(step)
+        if feed is not None and step.before != step.after:
+            feed.stepped()
+
+    if feed is not None:
+        feed.start()
+    try:
+        with _translated():
+            await runner.run(stop, on_step=stepped)
+    finally:
+        if feed is not None:
+            feed.stop()
+            feed.store.close()
+        runner.close()
+    outcome: Outcome = "finished" if runner.session.is_final else "stopped"
+    return RunResult(runner.session_id, outcome, runner.session.active, created)
+
+
+async def start(
+    spec: str | Path, *, session_id: str | None = None,
+    context: Mapping[str, Any] | None = None, bindings: BindingsArg = None,
+    allow_unbound: bool = False, migrate: bool = False, signals: bool = True,
+    signals_as: str = "ALL", store: str | None = None, root: Path | str | None = None,
+    stop: asyncio.Event | None = None, on_step: StepCallback | None = None,
+    on_note: NoteCallback | None = None,
+) -> RunResult:
+    """Start a session of ``spec`` (a file or a built-in spec's name), or continue the one
+    named ``session_id``, and run it until a final state or until ``stop`` is set.
+
+    ``on_step`` sees every committed step; ``on_note`` gets one-line notes for people
+    (started, where its signals go, orphans stopped).
+    """
+    base = _root(root)
+    if session_id is not None:
+        check_session_id(session_id)
+    text, path = _read_spec(spec)
+    bound = resolve_bindings(bindings, text, path, allow_unbound, on_note)
+    with _opened(store, base) as opened:
+        await asyncio.to_thread(_reap, opened, on_note)
+        with _translated():
+            runner, opened_as = await asyncio.to_thread(
+                Runner.open, opened, text, path, session_id=session_id, bindings=bound,
+                context=context, migrate=migrate)
+        verb = "started" if opened_as.created else "resumed"
+        if on_note is not None:
+            on_note(f"session {runner.session_id} {verb} [{', '.join(runner.session.active)}] "
+                    f"(store: {opened.url})")
+        feed = _feed(runner, store, base, signals, signals_as, on_note)
+        return await _drive(runner, feed, opened_as.created, stop, on_step)
+
+
+async def resume(
+    session_id: str, *, bindings: BindingsArg = None, allow_unbound: bool = False,
+    signals: bool = True, signals_as: str = "ALL", store: str | None = None,
+    root: Path | str | None = None, stop: asyncio.Event | None = None,
+    on_step: StepCallback | None = None, on_note: NoteCallback | None = None,
+) -> RunResult:
+    """Continue a stopped or crashed session where its last committed step left it."""
+    base = _root(root)
+    check_session_id(session_id)
+    with _opened(store, base) as opened:
+        await asyncio.to_thread(_reap, opened, on_note)
+        with _translated():
+            row = await asyncio.to_thread(opened.get, session_id)
+        bound = resolve_bindings(bindings, row.spec_text, row.spec_path, allow_unbound, on_note)
+        with _translated():
+            runner, _ = await asyncio.to_thread(
+                Runner.open, opened, None, row.spec_path, session_id=session_id,
+                bindings=bound)
+        if on_note is not None:
+            on_note(f"session {session_id} resumed [{', '.join(runner.session.active)}]")
+        feed = _feed(runner, store, base, signals, signals_as, on_note)
+        return await _drive(runner, feed, False, stop, on_step)
+
+
+# -- events -----------------------------------------------------------------------------
+
+
+def _send(store: Store, session_id: str, event: str, data: dict[str, Any],
+          wait: float) -> SendReceipt:
+    row = store.get(session_id)
+    info = _info(store, row, time.time())
+    if info.status in ("finished", "cancelled"):
+        raise Conflict(f"session {session_id} is {info.status}; it takes no events")
+    item = store.enqueue(session_id, event, data, time.time())
+    if info.status != "running":
+        return SendReceipt(session_id, event, "queued", info.active,
+                           note=f"session {session_id} is {info.status}; it takes the event "
+                           "when it is resumed")
+    deadline = time.monotonic() + wait
+    while any(i.id == item for i in store.inbox(session_id)):
+        if time.monotonic() >= deadline:
+            return SendReceipt(session_id, event, "queued", info.active,
+                               note=f"the live runner has not taken it within {wait:g}s")
+        time.sleep(0.01)
+    for entry in store.journal(session_id, after_seq=row.seq):
+        if entry.event != event or entry.kind not in ("event", "rejected"):
+            continue
+        if entry.kind == "rejected":
+            ir = build_ir(loads(row.spec_text, row.spec_path))
+            return SendReceipt(session_id, event, "rejected", entry.before,
+                               accepted_events(ir, entry.before), entry.note)
+        return SendReceipt(session_id, event, "taken", entry.after)
+    return SendReceipt(session_id, event, "taken", _info(store, store.get(session_id),
+                                                         time.time()).active)
+
+
+async def send(session_id: str, event: str, data: Mapping[str, Any] | None = None, *,
+               wait: float = 2.0, store: str | None = None,
+               root: Path | str | None = None) -> SendReceipt:
+    """Deliver ``event``: a live runner takes it within milliseconds (the receipt says
+    whether it was taken or rejected, waiting up to ``wait`` seconds); a stopped session
+    keeps it queued for its next run."""
+    check_session_id(session_id)
+    reason = reserved_reason(event)
+    if reason is not None:
+        raise UsageError(f"{event!r} is reserved for the engine: {reason}")
+    with _opened(store, _root(root)) as opened, _translated():
+        return await asyncio.to_thread(_send, opened, session_id, event, dict(data or {}),
+                                       wait)
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+async def status(session_id: str, *, store: str | None = None,
+                 root: Path | str | None = None) -> SessionInfo:
+    """One session as it stands."""
+    check_session_id(session_id)
+    with _opened(store, _root(root)) as opened, _translated():
+        row = await asyncio.to_thread(opened.get, session_id)
+        return await asyncio.to_thread(_info, opened, row, time.time())
+
+
+async def sessions(*, store: str | None = None,
+                   root: Path | str | None = None) -> list[SessionInfo]:
+    """Every session in the store, oldest first."""
+    with _opened(store, _root(root)) as opened, _translated():
+        rows = await asyncio.to_thread(opened.list)
+        now = time.time()
+        return [await asyncio.to_thread(_info, opened, row, now) for row in rows]
+
+
+async def log(session_id: str, *, after_seq: int = -1, store: str | None = None,
+              root: Path | str | None = None) -> list[JournalEntry]:
+    """The session's journal entries with seq > ``after_seq`` (all by default), in order."""
+    check_session_id(session_id)
+    with _opened(store, _root(root)) as opened, _translated():
+        await asyncio.to_thread(opened.get, session_id)
+        return await asyncio.to_thread(opened.journal, session_id, after_seq)
+
+
+async def follow(session_id: str, *, poll: float = 0.2, store: str | None = None,
+                 root: Path | str | None = None) -> AsyncIterator[JournalEntry]:
+    """The journal, then each new entry as it is committed, until the session ends."""
+    check_session_id(session_id)
+    with _opened(store, _root(root)) as opened, _translated():
+        seen = -1
+        while True:
+            for entry in await asyncio.to_thread(opened.journal, session_id, seen):
+                seen = max(seen, entry.seq)
+                yield entry
+            row = await asyncio.to_thread(opened.get, session_id)
+            if _status(row, None) in ("finished", "failed", "cancelled"):
+                return
+            await asyncio.sleep(poll)
