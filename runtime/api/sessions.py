@@ -9,36 +9,29 @@ the caller's event loop stays free. ``store`` is a store URL (default: SQLite in
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from interlock.machines import SpecError, build_ir, loads
+from interlock.machines import build_ir, loads
 from interlock.machines.bindings import Bindings, Call
 from interlock.machines.events import reserved_reason
 from interlock.machines.ir import MachineIR, TransitionKind
-from interlock.runtime.api.errors import (
-    Conflict,
-    InterlockError,
-    NotFound,
-    UsageError,
-)
+from interlock.runtime.api.common import opened_store, root_of, translated
+from interlock.runtime.api.errors import Conflict, UsageError
 from interlock.runtime.builtin.specs import resolve_spec
-from interlock.runtime.engine.bindings_loader import BindingsError, load_bindings
-from interlock.runtime.engine.runner import Runner, SessionBusy, SpecChanged
-from interlock.runtime.engine.session import SessionError, Step
-from interlock.runtime.engine.snapshot import Snapshot, SnapshotError
+from interlock.runtime.engine.bindings_loader import load_bindings
+from interlock.runtime.engine.runner import Runner
+from interlock.runtime.engine.session import Step
+from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.host.owners import owner_is_dead
 from interlock.runtime.signals.model import SignalError, check_identifier
 from interlock.runtime.store import (
     JournalEntry,
-    SessionNotFound,
     SessionRow,
     Store,
-    StoreError,
     open_store,
 )
 
@@ -127,38 +120,6 @@ class SendReceipt:
 # -- errors -----------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _translated() -> Iterator[None]:
-    """The engine's and the store's exceptions as the façade's (SpecError passes: its
-    diagnostics are for printing)."""
-    try:
-        yield
-    except SpecError:
-        raise
-    except SessionNotFound as exc:
-        raise NotFound(str(exc)) from None
-    except (SessionBusy, SpecChanged) as exc:
-        raise Conflict(str(exc)) from None
-    except (BindingsError, SignalError) as exc:
-        raise UsageError(str(exc)) from None
-    except (SessionError, SnapshotError, StoreError) as exc:
-        raise InterlockError(str(exc)) from None
-
-
-@contextlib.contextmanager
-def _opened(store: str | None, root: Path) -> Iterator[Store]:
-    with _translated():
-        opened = open_store(store, root)
-        try:
-            yield opened
-        finally:
-            opened.close()
-
-
-def _root(root: Path | str | None) -> Path:
-    return Path(root) if root is not None else Path.cwd()
-
-
 def check_session_id(session_id: str) -> str:
     """Session ids name folders (the session's mailbox): no '/', no '..'."""
     try:
@@ -221,7 +182,7 @@ def resolve_bindings(bindings: BindingsArg, spec_text: str, spec_path: str,
                      allow_unbound: bool, on_note: NoteCallback | None = None) -> Bindings:
     """A bindings mapping from a ``MODULE[:ATTR]``/``FILE.py`` reference or a mapping; with
     ``allow_unbound``, unbound actions do nothing and unbound guards are false."""
-    with _translated():
+    with translated():
         bound: dict[str, Any] = dict(load_bindings(bindings) if isinstance(bindings, str)
                                      else bindings or {})
     if allow_unbound:
@@ -263,7 +224,7 @@ def _feed(runner: Runner, store: str | None, root: Path, enabled: bool, identity
         return None
     from interlock.runtime.signals.session_feed import SessionFeed, session_dir
 
-    with _translated():
+    with translated():
         check_identifier(identity, "signals_as")
         folder = session_dir(root, runner.session_id)
         feed = SessionFeed(runner, open_store(store, root), folder, identity=identity)
@@ -286,7 +247,7 @@ async def _drive(runner: Runner, feed: Any, created: bool, stop: asyncio.Event |
     if feed is not None:
         feed.start()
     try:
-        with _translated():
+        with translated():
             await runner.run(stop, on_step=stepped)
     finally:
         if feed is not None:
@@ -311,14 +272,14 @@ async def start(
     ``on_step`` sees every committed step; ``on_note`` gets one-line notes for people
     (started, where its signals go, orphans stopped).
     """
-    base = _root(root)
+    base = root_of(root)
     if session_id is not None:
         check_session_id(session_id)
     text, path = _read_spec(spec)
     bound = resolve_bindings(bindings, text, path, allow_unbound, on_note)
-    with _opened(store, base) as opened:
+    with opened_store(store, base) as opened:
         await asyncio.to_thread(_reap, opened, on_note)
-        with _translated():
+        with translated():
             runner, opened_as = await asyncio.to_thread(
                 Runner.open, opened, text, path, session_id=session_id, bindings=bound,
                 context=context, migrate=migrate)
@@ -337,14 +298,14 @@ async def resume(
     on_step: StepCallback | None = None, on_note: NoteCallback | None = None,
 ) -> RunResult:
     """Continue a stopped or crashed session where its last committed step left it."""
-    base = _root(root)
+    base = root_of(root)
     check_session_id(session_id)
-    with _opened(store, base) as opened:
+    with opened_store(store, base) as opened:
         await asyncio.to_thread(_reap, opened, on_note)
-        with _translated():
+        with translated():
             row = await asyncio.to_thread(opened.get, session_id)
         bound = resolve_bindings(bindings, row.spec_text, row.spec_path, allow_unbound, on_note)
-        with _translated():
+        with translated():
             runner, _ = await asyncio.to_thread(
                 Runner.open, opened, None, row.spec_path, session_id=session_id,
                 bindings=bound)
@@ -396,7 +357,7 @@ async def send(session_id: str, event: str, data: Mapping[str, Any] | None = Non
     reason = reserved_reason(event)
     if reason is not None:
         raise UsageError(f"{event!r} is reserved for the engine: {reason}")
-    with _opened(store, _root(root)) as opened, _translated():
+    with opened_store(store, root_of(root)) as opened, translated():
         return await asyncio.to_thread(_send, opened, session_id, event, dict(data or {}),
                                        wait)
 
@@ -408,7 +369,7 @@ async def status(session_id: str, *, store: str | None = None,
                  root: Path | str | None = None) -> SessionInfo:
     """One session as it stands."""
     check_session_id(session_id)
-    with _opened(store, _root(root)) as opened, _translated():
+    with opened_store(store, root_of(root)) as opened, translated():
         row = await asyncio.to_thread(opened.get, session_id)
         return await asyncio.to_thread(_info, opened, row, time.time())
 
@@ -416,7 +377,7 @@ async def status(session_id: str, *, store: str | None = None,
 async def sessions(*, store: str | None = None,
                    root: Path | str | None = None) -> list[SessionInfo]:
     """Every session in the store, oldest first."""
-    with _opened(store, _root(root)) as opened, _translated():
+    with opened_store(store, root_of(root)) as opened, translated():
         rows = await asyncio.to_thread(opened.list)
         now = time.time()
         return [await asyncio.to_thread(_info, opened, row, now) for row in rows]
@@ -426,7 +387,7 @@ async def log(session_id: str, *, after_seq: int = -1, store: str | None = None,
               root: Path | str | None = None) -> list[JournalEntry]:
     """The session's journal entries with seq > ``after_seq`` (all by default), in order."""
     check_session_id(session_id)
-    with _opened(store, _root(root)) as opened, _translated():
+    with opened_store(store, root_of(root)) as opened, translated():
         await asyncio.to_thread(opened.get, session_id)
         return await asyncio.to_thread(opened.journal, session_id, after_seq)
 
@@ -435,7 +396,7 @@ async def follow(session_id: str, *, poll: float = 0.2, store: str | None = None
                  root: Path | str | None = None) -> AsyncIterator[JournalEntry]:
     """The journal, then each new entry as it is committed, until the session ends."""
     check_session_id(session_id)
-    with _opened(store, _root(root)) as opened, _translated():
+    with opened_store(store, root_of(root)) as opened, translated():
         seen = -1
         while True:
             for entry in await asyncio.to_thread(opened.journal, session_id, seen):

@@ -10,8 +10,9 @@ from typing import Annotated
 
 import typer
 
-from interlock.runtime.agents.demo import AnswerFormat as DemoFormat
-from interlock.runtime.agents.demo import Verdict as DemoVerdict
+from interlock import runtime
+from interlock.runtime import DemoAnswerFormat as DemoFormat
+from interlock.runtime import DemoVerdict
 from interlock.runtime.cli.diagram import Format, run_diagram, run_diagram_all
 from interlock.runtime.cli.output import EXIT_USAGE, err, fail
 from interlock.runtime.cli.validate import run_validate
@@ -46,9 +47,7 @@ def schema(
     out: Annotated[Path | None, typer.Option("-o", "--output", help="Write to a file.")] = None,
 ) -> None:
     """Print the JSON Schema of spec files (for editors: yaml-language-server)."""
-    from interlock.machines.schema import spec_json_schema
-
-    text = json.dumps(spec_json_schema(), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(runtime.spec_schema(), indent=2, sort_keys=True) + "\n"
     if out is None:
         sys.stdout.write(text)
     else:
@@ -188,9 +187,7 @@ def log(
 @app.command()
 def specs() -> None:
     """List the built-in specs and where they live."""
-    from interlock.runtime.builtin.specs import builtin_specs
-
-    for path in builtin_specs():
+    for path in runtime.builtin_specs():
         print(f"{path.stem:24} {path}")
 
 
@@ -200,9 +197,7 @@ def demo(
         "interlock-demo"),
 ) -> None:
     """Run the offline demo on the built-in specs (no network, no real agent)."""
-    from interlock.runtime.cli.demo import run_demo
-
-    raise typer.Exit(run_demo(workdir))
+    raise typer.Exit(runtime.run_demo(workdir))
 
 
 class ResultFormat(StrEnum):
@@ -341,11 +336,9 @@ def demo_agent(
                                              "with '...'.")] = False,
 ) -> None:
     """An offline review sub-agent: prints a seed-style answer (p:, v:, i:) at a chosen pace."""
-    from interlock.runtime.agents.demo import run_demo_agent
-
     if prompt is None:
         prompt = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    raise typer.Exit(run_demo_agent(role, delay=delay, linger=linger, verdict=verdict,
+    raise typer.Exit(runtime.run_demo_agent(role, delay=delay, linger=linger, verdict=verdict,
                                     fail=fail_, prompt=prompt, fmt=fmt, end_marker=end_marker))
 
 

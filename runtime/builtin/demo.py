@@ -20,7 +20,6 @@ from rich.table import Table
 from interlock.machines import SpecError, build_ir, compile, lint, load
 from interlock.machines.compile import Target
 from interlock.runtime.builtin.specs import builtin_specs
-from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_OK
 
 PROMPT = "Review the plan in plan.md: is the adaptive polling design ready to build?\n"
 
@@ -120,6 +119,7 @@ def _dispatch_reviewers(console: Console, workdir: Path) -> bool:
 
 
 def run_demo(workdir: Path) -> int:
+    """Run the demo, printing as it goes; 0 when every part worked, else 1."""
     console = Console(highlight=False)
     console.print("[bold]interlock demo[/]: offline, on the built-in specs\n")
     clean = _specs_table(console)
@@ -127,4 +127,4 @@ def run_demo(workdir: Path) -> int:
     ok = _dispatch_reviewers(console, workdir)
     console.print("\nNext: [bold]interlock validate specs/ --strict[/], "
                   "[bold]interlock diagram polling_state -f svg -o ps.svg[/]")
-    return EXIT_OK if clean and ok else EXIT_ERRORS
+    return 0 if clean and ok else 1
