@@ -19,7 +19,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _MODULES: dict[str, tuple[str, ...]] = {
-    "sessions": ("start", "resume", "send", "status", "sessions", "log", "follow",
+    "sessions": ("start", "create", "resume", "send", "status", "sessions", "log", "follow",
+                 "SessionContext",
                  "accepted_events", "resolve_bindings", "check_session_id", "SessionInfo",
                  "SessionStatus", "RunResult", "SendReceipt", "TimerInfo", "RunnerInfo"),
     "errors": ("InterlockError", "UsageError", "NotFound", "Conflict", "StepFailed"),
@@ -58,11 +59,13 @@ if TYPE_CHECKING:
     from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
     from interlock.runtime.api.sessions import RunResult as RunResult
     from interlock.runtime.api.sessions import SendReceipt as SendReceipt
+    from interlock.runtime.api.sessions import SessionContext as SessionContext
     from interlock.runtime.api.sessions import SessionInfo as SessionInfo
     from interlock.runtime.api.sessions import SessionStatus as SessionStatus
     from interlock.runtime.api.sessions import TimerInfo as TimerInfo
     from interlock.runtime.api.sessions import accepted_events as accepted_events
     from interlock.runtime.api.sessions import check_session_id as check_session_id
+    from interlock.runtime.api.sessions import create as create
     from interlock.runtime.api.sessions import follow as follow
     from interlock.runtime.api.sessions import log as log
     from interlock.runtime.api.sessions import resolve_bindings as resolve_bindings

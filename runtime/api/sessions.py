@@ -23,7 +23,9 @@ from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import Conflict, UsageError
 from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.engine.bindings_loader import load_bindings
-from interlock.runtime.engine.runner import Runner
+from interlock.runtime.engine.context import SessionContext as SessionContext
+from interlock.runtime.engine.context import with_session
+from interlock.runtime.engine.runner import Runner, new_session_id
 from interlock.runtime.engine.session import Step
 from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.host.owners import owner_is_dead
@@ -197,6 +199,12 @@ def resolve_bindings(bindings: BindingsArg, spec_text: str, spec_path: str,
     return bound
 
 
+def _in_session(bindings: Bindings, session_id: str, root: Path) -> Bindings:
+    from interlock.runtime.signals.session_feed import session_dir
+
+    return with_session(bindings, SessionContext.of(session_id, session_dir(root, session_id)))
+
+
 def _read_spec(spec: str | Path) -> tuple[str, str]:
     path = resolve_spec(str(spec))
     try:
@@ -276,7 +284,9 @@ async def start(
     if session_id is not None:
         check_session_id(session_id)
     text, path = _read_spec(spec)
-    bound = resolve_bindings(bindings, text, path, allow_unbound, on_note)
+    session_id = session_id or new_session_id(build_ir(loads(text, path)).name)
+    bound = _in_session(resolve_bindings(bindings, text, path, allow_unbound, on_note),
+                        session_id, base)
     with opened_store(store, base) as opened:
         await asyncio.to_thread(_reap, opened, on_note)
         with translated():
@@ -289,6 +299,24 @@ async def start(
                     f"(store: {opened.url})")
         feed = _feed(runner, store, base, signals, signals_as, on_note)
         return await _drive(runner, feed, opened_as.created, stop, on_step)
+
+
+async def create(
+    spec: str | Path, *, session_id: str | None = None,
+    context: Mapping[str, Any] | None = None, bindings: BindingsArg = None,
+    allow_unbound: bool = False, store: str | None = None, root: Path | str | None = None,
+    on_note: NoteCallback | None = None,
+) -> SessionInfo:
+    """Create a session (its initial entry actions run, its timers are armed) and leave it
+    stopped: ``resume`` runs it, ``send`` queues events for it."""
+    stop = asyncio.Event()
+    stop.set()
+    made = await start(spec, session_id=session_id, context=context, bindings=bindings,
+                       allow_unbound=allow_unbound, signals=False, store=store, root=root,
+                       stop=stop, on_note=on_note)
+    if not made.created:
+        raise Conflict(f"session {made.session_id} exists already; resume it")
+    return await status(made.session_id, store=store, root=root)
 
 
 async def resume(
@@ -304,7 +332,8 @@ async def resume(
         await asyncio.to_thread(_reap, opened, on_note)
         with translated():
             row = await asyncio.to_thread(opened.get, session_id)
-        bound = resolve_bindings(bindings, row.spec_text, row.spec_path, allow_unbound, on_note)
+        bound = _in_session(resolve_bindings(bindings, row.spec_text, row.spec_path,
+                                             allow_unbound, on_note), session_id, base)
         with translated():
             runner, _ = await asyncio.to_thread(
                 Runner.open, opened, None, row.spec_path, session_id=session_id,
