@@ -227,9 +227,14 @@ def _reap(store: Store, on_note: NoteCallback | None) -> None:
 
 def _feed(runner: Runner, store: str | None, root: Path, enabled: bool, identity: str,
           on_note: NoteCallback | None) -> Any:
-    """A live-signal consumer for the session's mailbox (a store connection of its own)."""
+    """A live-signal consumer for the session's mailbox (a store connection of its own). It
+    takes signals for ALL and for its identity: ``signals_as``, else the machine's own
+    ``agent`` context field (a Ralph subagent's ``Ralph-Executor``), when it has one."""
     if not enabled:
         return None
+    agent = runner.session.context.get("agent")
+    if identity == "ALL" and isinstance(agent, str) and agent:
+        identity = agent
     from interlock.runtime.signals.session_feed import SessionFeed, session_dir
 
     with translated():

@@ -53,13 +53,29 @@ def test_a_seed_signal_parses() -> None:
     assert (seed_name.id, seed_name.type) == ("260208-143000", "PAUSE")
 
 
+def test_the_seed_workflow_example_file_parses_as_it_is_written() -> None:
+    """Seed 004 section 5 writes signals/inputs/signal.20260208-143000.yaml with an 8-digit
+    date and no target: it is read, and its target is ALL."""
+    raw = b'type: STEER\nmessage: "Target Firefox only, not Chrome."\n'
+    signal = parse_signal(raw, "signal.20260208-143000.yaml")
+    assert signal == Signal("20260208-143000", "STEER", "ALL",
+                            "Target Firefox only, not Chrome.")
+
+
+def test_six_and_eight_digit_dates_sort_together() -> None:
+    names = ["signal.20260208-143001.yaml", "signal.260208-143002.yaml",
+             "signal.260208-143000-500-ab.yaml", "signal.20260207-235959.yaml"]
+    assert sorted(names, key=fifo_key) == [
+        "signal.20260207-235959.yaml", "signal.260208-143000-500-ab.yaml",
+        "signal.20260208-143001.yaml", "signal.260208-143002.yaml"]
+
+
 @pytest.mark.parametrize(("raw", "name", "reason"), [
     (b"type: STEER\ntarget: ALL\nmessage: x\n", "notes.yaml", "is not a signal file name"),
     (b"type: STEER\ntarget: ALL\nmesage: x\n", NAME, "3:1: unknown field 'mesage' (did you "
                                                      "mean 'message'?)"),
     (b"type: LAUNCH\ntarget: ALL\n", NAME, "unknown signal type 'LAUNCH'"),
     (b"target: ALL\n", NAME, "missing field 'type'"),
-    (b"type: ABORT\n", NAME, "missing field 'target'"),
     (b"type: STEER\ntarget: ALL\n", NAME, "a STEER signal needs a message"),
     (b"type: INFO\ntarget: ../x\nmessage: m\n", NAME, "target '../x' is not a valid name"),
     (b"type: INFO\ntarget: a/b\nmessage: m\n", NAME, "target 'a/b' is not a valid name"),
@@ -264,7 +280,7 @@ def test_signal_and_consume_from_the_command_line(cli: Cli, tmp_path: Path) -> N
     lines = [json.loads(line) for line in consumed.stdout.splitlines()]
     assert [(d["id"], d["type"], d["handled_by"]) for d in lines] == [
         (signal_id, "STEER", "Ralph-Executor")]
-    assert "rejected signal.260101-000000.yaml: missing field 'target'" in consumed.stderr
+    assert "rejected signal.260101-000000.yaml: a STEER signal needs a message" in consumed.stderr
     assert (session / "signals" / "rejected" / "signal.260101-000000.yaml.reason").is_file()
 
 
@@ -314,7 +330,8 @@ def test_a_fresh_malformed_file_may_still_be_being_written(tmp_path: Path) -> No
     os.utime(half, (0, 0))  # nobody touched it since: it is what it is
     consumer.run_once()
     assert mailbox.pending() == []
-    assert (mailbox.rejected / f"{NAME}.reason").read_text().startswith("missing field")
+    reason = (mailbox.rejected / f"{NAME}.reason").read_text()
+    assert reason.startswith("a STEER signal needs a message")
 
 
 def test_a_killed_consumer_not_yet_reaped_counts_as_dead(tmp_path: Path) -> None:
