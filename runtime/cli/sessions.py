@@ -250,7 +250,7 @@ def send_event(session_id: str, event: str, data_json: str | None,
             raise Usage(f"{event!r} is reserved for the engine: {reason}")
         with _store(store_url) as store:
             row = store.get(session_id)
-            if row.status == "final":
+            if row.status == "finished":
                 raise SessionError(f"session {session_id} has finished; it takes no events")
             item = store.enqueue(session_id, event, data, _now())
             err.print(f"queued {event} for {session_id} (#{item}); a running session takes "
@@ -287,7 +287,7 @@ def show_log(session_id: str, follow: bool, as_json: bool, store_url: str | None
                 for entry in store.journal(session_id, after_seq=seen):
                     _print_entry(asdict(entry), as_json)
                     seen = max(seen, entry.seq)
-                if not follow or store.get(session_id).status == "final":
+                if not follow or store.get(session_id).status == "finished":
                     return EXIT_OK
                 asyncio.run(asyncio.sleep(poll))
 

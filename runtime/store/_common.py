@@ -26,8 +26,6 @@ JOURNAL_COLUMNS = "seq, at, kind, event, data, before_states, after_states, note
 INBOX_COLUMNS = "id, session_id, event, data, enqueued_at"
 AGENT_COLUMNS = "id, pgid, pid, owner, argv, started_at, session_id"
 DEAD_COLUMNS = "id, session_id, kind, event, data, failed_at, error"
-# The statuses the first schema stored, and what they are called since schema 4.
-OLD_STATUSES = {"running": "active", "final": "finished"}
 
 Decode = Callable[[Any], Any]  # a JSON column as the driver returns it -> Python
 
