@@ -330,16 +330,21 @@ class Runner:
              internal: bool = False) -> Step:
         """Deliver one event directly (a live runner's own API); ``internal`` lets the
         engine's reserved names through (``done.invoke.<id>``...). Returns the step, or
-        the ``error.execution`` step when a fault was handled; StepFailed when the
-        session failed, SessionClosed once it has failed or been cancelled."""
-        if self.outcome is not None:
-            raise SessionClosed(f"session {self.session_id!r} is {self.outcome.kind}; "
-                                "it takes no more events here")
+        the ``error.execution`` step when a fault was handled; StepFailed once the
+        session has failed here, SessionClosed once it was cancelled or removed."""
+        self._raise_if_ended()
         self._keep_lease()
         steps = self._deliver("event", event, data or {}, internal=internal)
-        if self.outcome is not None and self.outcome.failure is not None:
-            raise self.outcome.failure
+        self._raise_if_ended()
         return steps[-1]
+
+    def _raise_if_ended(self) -> None:
+        outcome = self.outcome
+        if outcome is not None and outcome.failure is not None:
+            raise outcome.failure
+        if outcome is not None:
+            raise SessionClosed(f"session {self.session_id!r} is {outcome.kind}; "
+                                "it takes no more events here")
 
     def wake(self) -> None:
         """Look at the inbox now instead of at the next poll (thread-safe; for a signal
@@ -371,9 +376,9 @@ class Runner:
         renewer = asyncio.create_task(self._renew_until_cancelled())
         try:
             return await self._loop(stop, poll, on_step, renewer)
-        except SessionGone as exc:
+        except (SessionGone, SessionNotFound):  # any read of a deleted session
             await asyncio.to_thread(stop_descendants, CHILD_GRACE)
-            self.outcome = RunOutcome("removed", reason=str(exc))
+            self.outcome = RunOutcome("removed", reason=str(self._gone()))
             return self.outcome
         finally:
             renewer.cancel()

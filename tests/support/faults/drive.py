@@ -16,7 +16,7 @@ from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 
 sys.path.insert(0, str(Path(__file__).parent))
-import faults_bindings  # noqa: E402
+import faults_bindings
 
 
 def main(argv: list[str]) -> int:
