@@ -300,27 +300,36 @@ class Runner:
     def _fault(self, fault: Fault, kind: str, event: str, data: Mapping[str, Any],
                consumed: list[int] | None, revived: list[int] | None) -> list[Step]:
         """After a rolled-back step: raise ``error.execution`` if the active states take it,
-        else bury the event and fail the session."""
+        else bury the event and fail the session. Returns an ``error`` step (what failed,
+        in one line in its note) and the ``error.execution`` step when there is one."""
         now = self.clock.now()
         active = self.session.active
-        error = JournalEntry(self.seq + 1, now, "error", event, fault.journal_data(),
-                             active, active, fault.describe())
+        shown = Step("error", event, fault.event_data(), active, active, now,
+                     note=fault.describe())
+        error = _error_entry(self.seq + 1, now, event, fault, active)
         if self._cancel is not None:  # the step broke because its children were stopped
             self._commit([], first=[error], note="the event stays queued: the session is "
                          "being cancelled")
-            return []
+            return [shown]
         if self.session.accepts(ERROR_EXECUTION):
             try:
                 step = self.session.send(ERROR_EXECUTION, fault.event_data(), internal=True)
-            except StepFault as again:
+            except StepFault as again:  # the handler raised too: the session fails
                 fault = again.fault
-                error = JournalEntry(self.seq + 1, now, "error", ERROR_EXECUTION,
-                                     fault.journal_data(), active, active, fault.describe())
-            else:
-                self._commit([step], first=[error], consumed=consumed, revived=revived)
-                return [step]
-        letter = DeadLetter(0, self.session_id, kind, event, dict(data), now, fault.describe())
-        self._commit([], first=[error], consumed=consumed, revived=revived, buried=[letter],
+                error2 = _error_entry(self.seq + 1, now, ERROR_EXECUTION, fault, active)
+                return [shown, *self._fail(fault, kind, event, data, [error, error2],
+                                           consumed, revived)]
+            self._commit([step], first=[error], consumed=consumed, revived=revived)
+            return [shown, step]
+        return [shown, *self._fail(fault, kind, event, data, [error], consumed, revived)]
+
+    def _fail(self, fault: Fault, kind: str, event: str, data: Mapping[str, Any],
+              errors: list[JournalEntry], consumed: list[int] | None,
+              revived: list[int] | None) -> list[Step]:
+        """Bury the event, mark the session ``failed``, let the lease go."""
+        letter = DeadLetter(0, self.session_id, kind, event, dict(data), self.clock.now(),
+                            fault.describe())
+        self._commit([], first=errors, consumed=consumed, revived=revived, buried=[letter],
                      status="failed")
         self.outcome = RunOutcome("failed", failure=StepFailed(self.session_id, fault))
         self.store.release(self.lease)
@@ -519,6 +528,13 @@ class Runner:
                 raise self._gone() from None
             raise SessionBusy(f"lost the lease on session {self.session_id!r}")
         self.lease = renewed
+
+
+def _error_entry(seq: int, at: float, event: str, fault: Fault,
+                 active: tuple[str, ...]) -> JournalEntry:
+    """The journal line of a fault: its one-line description, the traceback in data."""
+    return JournalEntry(seq, at, "error", event, fault.journal_data(), active, active,
+                        fault.describe())
 
 
 def _get(store: Store, session_id: str) -> SessionRow | None:

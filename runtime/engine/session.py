@@ -32,8 +32,9 @@ MAX_TIMER_STEPS = 10_000
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """What one event did: ``kind`` is "event", "timer" or "rejected" (no active state
-    listens for the event; nothing changed)."""
+    """What one event did: ``kind`` is "event", "timer", "rejected" (no active state
+    listens for the event; nothing changed) or, from a runner, "error" (a guard or action
+    raised; the step was rolled back; ``note`` says what in one line)."""
 
     kind: str
     event: str

@@ -128,8 +128,9 @@ def test_a_spec_handling_error_execution_goes_on(store: SqliteStore) -> None:
         store.enqueue("h1", "record", {"n": n}, 1.0)
     steps = runner.pump()
     assert [(s.kind, s.event) for s in steps] == [
-        ("event", "record"), ("event", "record"), ("event", "error.execution"),
-        ("rejected", "record")]  # `broken` does not take record
+        ("event", "record"), ("event", "record"), ("error", "record"),
+        ("event", "error.execution"), ("rejected", "record")]  # `broken` takes no record
+    assert steps[2].note is not None and "raised ValueError: boom" in steps[2].note
     row = store.get("h1")
     assert row.status == "active" and runner.outcome is None
     assert row.snapshot["configuration"] == ["broken"]
@@ -148,7 +149,7 @@ def test_a_failing_timer_goes_to_the_dead_letters_and_retry_refires_it(
     bindings = {**faults_bindings.BINDINGS, "tick": _raise}
     runner = open_recorder(store, clock, bindings=bindings)
     clock.advance(3600)
-    assert runner.pump() == [] and runner.outcome is not None
+    assert [s.kind for s in runner.pump()] == ["error"] and runner.outcome is not None
     (letter,) = store.dead_letters("r1")
     assert (letter.kind, letter.event) == ("timer", "after.idle.0")
     assert store.get("r1").snapshot["timers"] == []  # dropped: it does not fire again
@@ -215,3 +216,46 @@ def test_a_real_runner_process_exits_1_with_one_line(tmp_path: Path) -> None:
         assert kinds.count("error") == 1 and kinds.count("event") == 5  # nothing lost
     finally:
         store.close()
+
+
+async def _async_boom(call: object) -> None:
+    await asyncio.sleep(0)
+    raise KeyError("missing")
+
+
+def test_an_async_action_that_raises_fails_the_session_the_same_way(
+        store: SqliteStore) -> None:
+    runner = open_recorder(store, ManualClock(),
+                           bindings={**faults_bindings.BINDINGS, "record": _async_boom})
+    queue(store, 1)
+    outcome = run(runner)
+    assert outcome.kind == "failed" and outcome.failure is not None
+    assert (outcome.failure.binding, outcome.failure.error_type) == ("record", "KeyError")
+    assert [d.data for d in store.dead_letters("r1")] == [{"n": 1}]
+
+
+def test_a_handler_that_raises_too_fails_the_session(store: SqliteStore) -> None:
+    bindings = {**faults_bindings.BINDINGS, "note_error": _raise}
+    runner, _ = Runner.open(store, HANDLED, "handled.yaml", session_id="h1",
+                            clock=ManualClock(), bindings=bindings)
+    with pytest.raises(StepFailed, match=r"action 'note_error' .* raised RuntimeError"):
+        runner.send("record", {"n": 3})
+    row = store.get("h1")
+    assert row.status == "failed" and row.snapshot["configuration"] == ["idle"]
+    errors = [e.event for e in store.journal("h1") if e.kind == "error"]
+    assert errors == ["record", "error.execution"]
+    assert [(d.event, d.data) for d in store.dead_letters("h1")] == [("record", {"n": 3})]
+
+
+def test_a_stop_ends_the_run_as_stopped_and_keeps_the_session_active(
+        store: SqliteStore) -> None:
+    runner = open_recorder(store, ManualClock())
+
+    async def stopped_soon() -> RunOutcome:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.05, stop.set)
+        return await runner.run(stop, poll=0.01)
+
+    assert asyncio.run(stopped_soon()).kind == "stopped"
+    runner.close()
+    assert store.get("r1").status == "active"
