@@ -6,6 +6,8 @@ from pathlib import Path
 
 from interlock.runtime.store.base import (
     AgentRecord,
+    CancelRequest,
+    DeadLetter,
     InboxItem,
     JournalEntry,
     Lease,
@@ -22,6 +24,8 @@ from interlock.runtime.store.base import (
 __all__ = [
     "DEFAULT_PATH",
     "AgentRecord",
+    "CancelRequest",
+    "DeadLetter",
     "InboxItem",
     "JournalEntry",
     "Lease",
