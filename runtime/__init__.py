@@ -19,10 +19,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _MODULES: dict[str, tuple[str, ...]] = {
-    "sessions": ("start", "create", "resume", "send", "status", "sessions", "log", "follow",
-                 "SessionContext",
-                 "accepted_events", "resolve_bindings", "check_session_id", "SessionInfo",
-                 "SessionStatus", "RunResult", "SendReceipt", "TimerInfo", "RunnerInfo"),
+    "sessions": ("start", "create", "resume", "cancel", "remove", "send", "status", "sessions",
+                 "log", "follow", "SessionContext", "accepted_events", "resolve_bindings",
+                 "check_session_id", "SessionInfo", "SessionStatus", "RunResult",
+                 "SendReceipt", "TimerInfo", "RunnerInfo"),
     "errors": ("InterlockError", "UsageError", "NotFound", "Conflict", "StepFailed"),
     "specs": ("validate", "Validation", "draw", "draw_session", "draw_all", "spec_schema",
               "builtin_specs", "resolve_spec"),
@@ -64,10 +64,12 @@ if TYPE_CHECKING:
     from interlock.runtime.api.sessions import SessionStatus as SessionStatus
     from interlock.runtime.api.sessions import TimerInfo as TimerInfo
     from interlock.runtime.api.sessions import accepted_events as accepted_events
+    from interlock.runtime.api.sessions import cancel as cancel
     from interlock.runtime.api.sessions import check_session_id as check_session_id
     from interlock.runtime.api.sessions import create as create
     from interlock.runtime.api.sessions import follow as follow
     from interlock.runtime.api.sessions import log as log
+    from interlock.runtime.api.sessions import remove as remove
     from interlock.runtime.api.sessions import resolve_bindings as resolve_bindings
     from interlock.runtime.api.sessions import resume as resume
     from interlock.runtime.api.sessions import send as send

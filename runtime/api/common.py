@@ -7,9 +7,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from interlock.machines import SpecError
-from interlock.runtime.api.errors import Conflict, InterlockError, NotFound, UsageError
+from interlock.runtime.api.errors import (
+    Conflict,
+    InterlockError,
+    NotFound,
+    StepFailed,
+    UsageError,
+)
 from interlock.runtime.engine.bindings_loader import BindingsError
-from interlock.runtime.engine.runner import SessionBusy, SpecChanged
+from interlock.runtime.engine.faults import StepFailed as EngineStepFailed
+from interlock.runtime.engine.lifecycle import SessionOver, SessionRunning
+from interlock.runtime.engine.runner import SessionBusy, SessionClosed, SpecChanged
 from interlock.runtime.engine.session import SessionError
 from interlock.runtime.engine.snapshot import SnapshotError
 from interlock.runtime.signals.model import SignalError
@@ -26,7 +34,9 @@ def translated() -> Iterator[None]:
         raise
     except SessionNotFound as exc:
         raise NotFound(str(exc)) from None
-    except (SessionBusy, SpecChanged) as exc:
+    except EngineStepFailed as exc:
+        raise StepFailed(str(exc)) from None
+    except (SessionBusy, SpecChanged, SessionRunning, SessionOver, SessionClosed) as exc:
         raise Conflict(str(exc)) from None
     except (BindingsError, SignalError) as exc:
         raise UsageError(str(exc)) from None

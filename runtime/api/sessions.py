@@ -25,10 +25,10 @@ from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.engine.bindings_loader import load_bindings
 from interlock.runtime.engine.context import SessionContext as SessionContext
 from interlock.runtime.engine.context import with_session
+from interlock.runtime.engine.lifecycle import StatusInfo, list_sessions, status_of
 from interlock.runtime.engine.runner import Runner, new_session_id
 from interlock.runtime.engine.session import Step
 from interlock.runtime.engine.snapshot import Snapshot
-from interlock.runtime.host.owners import owner_is_dead
 from interlock.runtime.signals.model import SignalError, check_identifier
 from interlock.runtime.store import (
     JournalEntry,
@@ -38,7 +38,7 @@ from interlock.runtime.store import (
 )
 
 SessionStatus = Literal["running", "stopped", "failed", "finished", "cancelled"]
-Outcome = Literal["finished", "stopped", "failed", "cancelled"]
+Outcome = Literal["finished", "stopped", "failed", "cancelled", "removed"]
 StepCallback = Callable[[Step], None]
 NoteCallback = Callable[[str], None]
 BindingsArg = str | Mapping[str, Callable[[Call], Any]] | None
@@ -53,12 +53,12 @@ class TimerInfo:
 
 @dataclass(frozen=True, slots=True)
 class RunnerInfo:
-    """The live runner holding a session: its process and when its lease was taken."""
+    """The live runner holding a session: its process, and since when (lease taken)."""
 
     owner: str
-    host: str
+    host: str | None
     pid: int | None
-    expires_at: float
+    since: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +89,16 @@ class SessionInfo:
             "queued": self.queued, "context": dict(self.context),
             "runner": None if self.runner is None else {
                 "owner": self.runner.owner, "host": self.runner.host, "pid": self.runner.pid,
-                "expires_at": self.runner.expires_at},
+                "since": self.runner.since},
         }
 
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """How a run ended: ``finished`` (a final state), ``stopped`` (asked to stop; the
-    session is resumable), ``failed`` or ``cancelled``."""
+    session is resumable), ``failed`` (``message`` is the one line naming the binding,
+    its place in the spec and the error), ``cancelled`` (``message``: the reason) or
+    ``removed`` (deleted under the runner)."""
 
     session_id: str
     outcome: Outcome
@@ -133,29 +135,15 @@ def check_session_id(session_id: str) -> str:
 # -- views ------------------------------------------------------------------------------
 
 
-def _runner_info(store: Store, row: SessionRow, now: float) -> RunnerInfo | None:
-    lease = store.holder(row.id)
-    if lease is None or lease.expires_at <= now or owner_is_dead(lease.owner):
-        return None
-    host, _, rest = lease.owner.partition(":")
-    pid = rest.partition(":")[0]
-    return RunnerInfo(lease.owner, host, int(pid) if pid.isdigit() else None, lease.expires_at)
-
-
-def _status(row: SessionRow, runner: RunnerInfo | None) -> SessionStatus:
-    if row.status in ("final", "finished"):
-        return "finished"
-    if row.status in ("failed", "cancelled"):
-        return row.status  # type: ignore[return-value]
-    return "running" if runner is not None else "stopped"
-
-
-def _info(store: Store, row: SessionRow, now: float) -> SessionInfo:
+def _info(store: Store, row: SessionRow, now: float, state: StatusInfo | None = None
+          ) -> SessionInfo:
     snapshot = Snapshot.from_json(row.snapshot)
-    runner = _runner_info(store, row, now)
+    state = state or status_of(store, row, now)
+    runner = (RunnerInfo(state.owner, state.host, state.pid, state.since)
+              if state.status == "running" and state.owner is not None else None)
     return SessionInfo(
         id=row.id, machine=row.spec_name, spec_path=row.spec_path,
-        status=_status(row, runner), active=tuple(snapshot.configuration), seq=row.seq,
+        status=state.status, active=tuple(snapshot.configuration), seq=row.seq,
         created_at=row.created_at, updated_at=row.updated_at,
         timers=tuple(TimerInfo(t.event, t.state, t.deadline) for t in snapshot.timers),
         queued=len(store.inbox(row.id)), context=dict(snapshot.context), runner=runner,
@@ -261,14 +249,14 @@ async def _drive(runner: Runner, feed: Any, created: bool, stop: asyncio.Event |
         feed.start()
     try:
         with translated():
-            await runner.run(stop, on_step=stepped)
+            ended = await runner.run(stop, on_step=stepped)
     finally:
         if feed is not None:
             feed.stop()
             feed.store.close()
         runner.close()
-    outcome: Outcome = "finished" if runner.session.is_final else "stopped"
-    return RunResult(runner.session_id, outcome, runner.session.active, created)
+    message = str(ended.failure) if ended.failure is not None else ended.reason
+    return RunResult(runner.session_id, ended.kind, runner.session.active, created, message)
 
 
 async def start(
@@ -326,11 +314,14 @@ async def create(
 
 async def resume(
     session_id: str, *, bindings: BindingsArg = None, allow_unbound: bool = False,
-    signals: bool = True, signals_as: str = "ALL", store: str | None = None,
+    retry: bool = False, signals: bool = True, signals_as: str = "ALL",
+    store: str | None = None,
     root: Path | str | None = None, stop: asyncio.Event | None = None,
     on_step: StepCallback | None = None, on_note: NoteCallback | None = None,
 ) -> RunResult:
-    """Continue a stopped or crashed session where its last committed step left it."""
+    """Continue a stopped, crashed or failed session where its last committed step left
+    it. A failed session goes on without the event that failed (it stays in the session's
+    dead letters); with ``retry`` its dead letters are delivered again first, in order."""
     base = root_of(root)
     check_session_id(session_id)
     with opened_store(store, base) as opened:
@@ -342,7 +333,7 @@ async def resume(
         with translated():
             runner, _ = await asyncio.to_thread(
                 Runner.open, opened, None, row.spec_path, session_id=session_id,
-                bindings=bound)
+                bindings=bound, retry=retry)
         if on_note is not None:
             on_note(f"session {session_id} resumed [{', '.join(runner.session.active)}]")
         feed = _feed(runner, store, base, signals, signals_as, on_note)
@@ -411,10 +402,13 @@ async def status(session_id: str, *, store: str | None = None,
 async def sessions(*, store: str | None = None,
                    root: Path | str | None = None) -> list[SessionInfo]:
     """Every session in the store, oldest first."""
-    with opened_store(store, root_of(root)) as opened, translated():
-        rows = await asyncio.to_thread(opened.list)
+    def listed(opened: Store) -> list[SessionInfo]:
         now = time.time()
-        return [await asyncio.to_thread(_info, opened, row, now) for row in rows]
+        return [_info(opened, item.row, now, item.info)
+                for item in list_sessions(opened, now)]
+
+    with opened_store(store, root_of(root)) as opened, translated():
+        return await asyncio.to_thread(listed, opened)
 
 
 async def log(session_id: str, *, after_seq: int = -1, store: str | None = None,
@@ -437,6 +431,41 @@ async def follow(session_id: str, *, poll: float = 0.2, store: str | None = None
                 seen = max(seen, entry.seq)
                 yield entry
             row = await asyncio.to_thread(opened.get, session_id)
-            if _status(row, None) in ("finished", "failed", "cancelled"):
+            if row.status in ("finished", "failed", "cancelled"):
                 return
             await asyncio.sleep(poll)
+
+
+# -- lifecycle --------------------------------------------------------------------------
+
+
+async def cancel(session_id: str, *, reason: str | None = None, wait: float = 3.0,
+                 store: str | None = None, root: Path | str | None = None) -> SessionInfo:
+    """Cancel a session: a live runner stops within a second (its timers cancelled, its
+    child processes stopped: TERM, then KILL), journals ``cancelled`` and exits; a stopped
+    or failed session is marked cancelled. Waits up to ``wait`` seconds for the runner;
+    returns the session as it then stands. Conflict for a finished or cancelled one."""
+    from interlock.runtime.engine import lifecycle
+
+    check_session_id(session_id)
+
+    def run(opened: Store) -> SessionInfo:
+        done = lifecycle.cancel(opened, session_id, reason, time.time())
+        if done.action == "requested":
+            lifecycle.wait_until_not_running(opened, session_id, wait)
+        return _info(opened, opened.get(session_id), time.time())
+
+    with opened_store(store, root_of(root)) as opened, translated():
+        return await asyncio.to_thread(run, opened)
+
+
+async def remove(session_id: str, *, force: bool = False, store: str | None = None,
+                 root: Path | str | None = None) -> None:
+    """Delete a session with its journal, queue, dead letters and lease. A running one is
+    refused (Conflict) unless ``force``: its runner then stops, and its children too."""
+    from interlock.runtime.engine import lifecycle
+
+    check_session_id(session_id)
+    with opened_store(store, root_of(root)) as opened, translated():
+        await asyncio.to_thread(lifecycle.remove, opened, session_id, time.time(),
+                                force=force)

@@ -135,12 +135,56 @@ def resume(
     allow_unbound: UnboundOpt = False,
     signals: SignalsOpt = True,
     signals_as: SignalsAsOpt = "ALL",
+    retry: Annotated[bool, typer.Option("--retry", help="Deliver the events that failed "
+                                        "(the session's dead letters) again first.")] = False,
 ) -> None:
-    """Continue a stopped or crashed session where its last step left it."""
+    """Continue a stopped, crashed or failed session where its last step left it.
+
+    A failed session goes on without the event that failed; --retry delivers it again
+    (after you fixed the bindings).
+    """
     from interlock.runtime.cli.sessions import SignalOptions, resume_session
 
     raise typer.Exit(resume_session(session, store, bindings, allow_unbound,
-                                    SignalOptions(signals, signals_as)))
+                                    SignalOptions(signals, signals_as), retry))
+
+
+@app.command()
+def cancel(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    reason: Annotated[str | None, typer.Option("--reason", metavar="TEXT",
+                                               help="Why; kept in the journal.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Cancel a session: a live runner stops within a second (timers cancelled, child
+    processes stopped), a stopped or failed one is marked cancelled."""
+    from interlock.runtime.cli.sessions import cancel_session
+
+    raise typer.Exit(cancel_session(session, reason, store))
+
+
+@app.command("rm")
+def rm(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    force: Annotated[bool, typer.Option("--force", help="Also a running one (its runner "
+                                        "stops).")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Delete a session and its journal (a running one only with --force)."""
+    from interlock.runtime.cli.sessions import remove_session
+
+    raise typer.Exit(remove_session(session, force, store))
+
+
+@app.command("sessions")
+def sessions_(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """List the sessions: id, spec, status, active states, last update."""
+    from interlock.runtime.cli.sessions import list_sessions
+
+    raise typer.Exit(list_sessions(as_json, store))
 
 
 @app.command()

@@ -91,8 +91,9 @@ def _drive(call: Callable[[asyncio.Event], Awaitable[runtime.RunResult]]) -> int
         return EXIT_INTERRUPTED
     if result.outcome == "failed":
         return fail(result.message or f"session {result.session_id} failed")
-    if result.outcome == "cancelled":
-        err.print(f"session {result.session_id} cancelled in \\[{active}]")
+    if result.outcome in ("cancelled", "removed"):
+        why = f" ({escape(result.message)})" if result.message else ""
+        err.print(f"session {result.session_id} {result.outcome} in \\[{active}]{why}")
         return EXIT_OK
     out.print(f"session {result.session_id} finished in \\[{active}]")
     return EXIT_OK
@@ -126,10 +127,11 @@ def run_session(spec: str, session_id: str | None, store_url: str | None,
 
 
 def resume_session(session_id: str, store_url: str | None, bindings_ref: str | None,
-                   allow_unbound: bool, signals: SignalOptions | None = None) -> int:
+                   allow_unbound: bool, signals: SignalOptions | None = None,
+                   retry: bool = False) -> int:
     options = signals or SignalOptions()
     return _guard(lambda: _drive(lambda stop: runtime.resume(
-        session_id, bindings=bindings_ref, allow_unbound=allow_unbound,
+        session_id, bindings=bindings_ref, allow_unbound=allow_unbound, retry=retry,
         signals=options.enabled, signals_as=options.identity, store=store_url, stop=stop,
         on_step=_print_step, on_note=_note)))
 
@@ -191,6 +193,57 @@ def show_log(session_id: str, follow: bool, as_json: bool, store_url: str | None
         return _guard(body)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+
+
+def cancel_session(session_id: str, reason: str | None, store_url: str | None) -> int:
+    def body() -> int:
+        info = asyncio.run(runtime.cancel(session_id, reason=reason, store=store_url))
+        if info.status == "running":
+            return fail(f"session {session_id} was asked to cancel but its runner (pid "
+                        f"{info.runner.pid if info.runner else '?'}) has not stopped yet")
+        err.print(f"session {session_id} is {info.status} in \\[{escape(', '.join(info.active))}]")
+        return EXIT_OK
+
+    return _guard(body)
+
+
+def remove_session(session_id: str, force: bool, store_url: str | None) -> int:
+    def body() -> int:
+        asyncio.run(runtime.remove(session_id, force=force, store=store_url))
+        err.print(f"removed session {session_id} and its journal")
+        return EXIT_OK
+
+    return _guard(body)
+
+
+def list_sessions(as_json: bool, store_url: str | None) -> int:
+    def body() -> int:
+        infos = asyncio.run(runtime.sessions(store=store_url))
+        if as_json:
+            json.dump([{"id": i.id, "spec": i.spec_path, "machine": i.machine,
+                        "status": i.status, "active": list(i.active),
+                        "updated_at": i.updated_at} for i in infos], sys.stdout, indent=2)
+            sys.stdout.write("\n")
+            return EXIT_OK
+        if not infos:
+            err.print("no sessions in this store")
+            return EXIT_OK
+        table = Table(box=None, pad_edge=False)
+        for column in ("session", "spec", "status", "states", "updated"):
+            table.add_column(column)
+        for i in infos:
+            table.add_row(i.id, i.spec_path, i.status, ", ".join(i.active),
+                          _local(i.updated_at))
+        out.print(table)
+        return EXIT_OK
+
+    return _guard(body)
+
+
+def _local(ts: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
 
 def _print_table(infos: list[runtime.SessionInfo]) -> None:
