@@ -128,6 +128,7 @@ CODES: dict[str, str] = {
     "M220": "done.invoke/error.invoke event for an id no state invokes",
     "M221": "duplicate invoke id",
     "M222": "invoke names an agent interlock.yaml does not define",
+    "M223": "done/error.invoke event listened for where its invocation is never running",
     # B: backend refusals (compile targets that cannot express a feature)
     "B301": "the transitions backend cannot express this feature",
     # D: dispatch configuration (the `dispatch:` key of interlock.yaml, CLI flags)

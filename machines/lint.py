@@ -29,6 +29,7 @@ M219   Jinja2 syntax error in an invoke's ``prompt``, ``prompt_file`` or ``input
 M220   ``done.invoke.<id>`` / ``error.invoke.<id>`` where no state invokes ``<id>``
 M221   duplicate invoke id
 M222   invoke ``agent`` not in interlock.yaml ``agents:`` (only when agents are given)
+M223   ``done.invoke.<id>`` / ``error.invoke.<id>`` where ``<id>`` never runs (warning)
 =====  ==========================================================================
 
 S104 also covers an invoke's ``id``, S105 and M212 its ``timeout`` (a duration or a

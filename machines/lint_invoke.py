@@ -12,6 +12,9 @@ M220   ``done.invoke.<id>`` / ``error.invoke.<id>`` listened for where no state
        invokes ``<id>``
 M221   two states invoke under one id
 M222   ``agent`` not among the agents of interlock.yaml (only when they are given)
+M223   ``done.invoke.<id>`` / ``error.invoke.<id>`` listened for in a state that is never
+       active while the state invoking ``<id>`` is (warning: only a stale event could
+       reach it)
 =====  ==========================================================================
 
 The timeout (S105/M212), the invoke id (S104) and invoke on a final or history state
@@ -25,13 +28,14 @@ from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from interlock.machines.diagnostics import Diagnostic, Mark, did_you_mean, error
+from interlock.machines.diagnostics import Diagnostic, Mark, did_you_mean, error, warning
 from interlock.machines.events import descriptor_matches
 from interlock.machines.ir import (
     INVOKE_DONE_PREFIX,
     INVOKE_ERROR_PREFIX,
     InvokeIR,
     MachineIR,
+    StateKind,
     TransitionKind,
 )
 from interlock.machines.templates import template_syntax_error
@@ -226,8 +230,31 @@ def _listened_id(event: str) -> str | None:
     return None
 
 
+def _lineage(ir: MachineIR, sid: str) -> list[str]:
+    """The state and its ancestors, nearest first (guarded: a broken tree cannot loop)."""
+    chain = [sid]
+    parent = ir.states[sid].parent if sid in ir.states else None
+    while parent is not None and parent in ir.states and parent not in chain:
+        chain.append(parent)
+        parent = ir.states[parent].parent
+    return chain
+
+
+def _coactive(ir: MachineIR, a: str, b: str) -> bool:
+    """Whether states ``a`` and ``b`` can be active at once: one holds the other, or they
+    lie in different regions of a parallel state."""
+    lineage_a, lineage_b = _lineage(ir, a), _lineage(ir, b)
+    if a in lineage_b or b in lineage_a:
+        return True
+    common = next((s for s in lineage_a if s in lineage_b), None)
+    return common is not None and ir.states[common].kind is StateKind.PARALLEL
+
+
 def _check_listeners(ir: MachineIR) -> Iterator[Diagnostic]:
     ids = list(dict.fromkeys(invoke.id for invoke in _invokes(ir)))
+    invokers: dict[str, list[str]] = {}
+    for invoke in _invokes(ir):
+        invokers.setdefault(invoke.id, []).append(invoke.state)
     for state in ir.declared:
         seen: set[str] = set()
         for t in state.transitions:
@@ -236,12 +263,32 @@ def _check_listeners(ir: MachineIR) -> Iterator[Diagnostic]:
                 continue
             seen.add(event)
             invoke_id = _listened_id(event)
-            if invoke_id is None or any(
-                    descriptor_matches(event, f"{event.split('.', 1)[0]}.invoke.{i}")
-                    for i in ids):
+            if invoke_id is None:
+                continue
+            heard = [i for i in ids
+                     if descriptor_matches(event, f"{event.split('.', 1)[0]}.invoke.{i}")]
+            if heard:
+                yield from _check_heard(ir, state.id, event, t.mark_of("event"),
+                                        [s for i in heard for s in invokers[i]])
                 continue
             hint = did_you_mean(invoke_id, ids) or (
                 f"the invoke ids are: {', '.join(ids)}; an id defaults to its state's id"
                 if ids else "no state has `invoke:`; add one, or remove this transition")
             yield error("M220", f"state {state.id!r} listens for {event!r}, but no state "
                         f"invokes an agent with id {invoke_id!r}", t.mark_of("event"), hint)
+
+
+def _check_heard(
+    ir: MachineIR, listener: str, event: str, mark: Mark, invoking: list[str]
+) -> Iterator[Diagnostic]:
+    """M223: the listener is never active while any state it hears is (so is never told)."""
+    if listener not in ir.states or any(_coactive(ir, listener, s) for s in invoking):
+        return
+    yield warning(
+        "M223",
+        f"state {listener!r} listens for {event!r}, but is never active while "
+        f"{invoking[0]!r} (which invokes it) is: leaving {invoking[0]!r} cancels the "
+        "invocation, so this transition could only hear a stale event",
+        mark,
+        f"move the transition to {invoking[0]!r} or to a state around it",
+    )

@@ -1052,3 +1052,37 @@ def test_an_invoke_id_is_an_identifier() -> None:
     [d] = of("S104", invoking("{id: 'job.one', agent: x}"))
     assert (d.mark.line, d.mark.column) == (5, 18)
     assert d.hint == "for example 'job_one'"
+
+
+def test_a_listener_never_active_with_the_invocation_is_warned() -> None:
+    text = machine("""\
+        working:
+          invoke: {id: work, agent: x}
+          on: {done.invoke.work: reviewing}
+        reviewing:
+          on: {done.invoke.work: done, error.invoke: done}
+        done: {type: final}
+    """, "initial: working\n")
+    [d] = run(text)
+    assert (d.code, d.severity, d.mark.line, d.mark.column) == ("M223", Severity.WARNING, 8, 10)
+    assert d.hint == "move the transition to 'working' or to a state around it"
+
+
+def test_listeners_around_inside_or_beside_the_invocation_are_fine() -> None:
+    text = machine("""\
+        outer:
+          initial: box
+          on: {error.invoke.inner: done}
+          states:
+            box:
+              type: parallel
+              invoke: {agent: x}
+              states:
+                left:
+                  initial: inner
+                  states:
+                    inner: {invoke: {agent: x}, on: {done.invoke.box: inner}}
+                right: {on: {done.invoke.inner: done, error.invoke.box: done}}
+        done: {type: final}
+    """, "initial: outer\n")
+    assert of("M223", text) == []
