@@ -56,10 +56,21 @@ class AgentOutput:
     error: str | None = None
 
 
+Completion = Literal["exit", "document"]
+
+
 class Adapter(Protocol):
-    """One agent CLI. ``launch`` and ``read`` are pure."""
+    """One agent CLI. ``launch`` and ``read`` are pure.
+
+    ``completion`` says how the dispatcher knows the agent is done: ``"exit"`` for a CLI
+    that prints an event stream (claude, codex, opencode, gemini: the raw stdout is never
+    a YAML answer, so only the exit ends the run and ``read(stdout).answer`` gives the
+    answer so far), ``"document"`` for one that prints the answer itself (command, demo:
+    the completion detector may end the run on a whole document before the exit).
+    """
 
     cli: str  # one of AGENT_CLIS
+    completion: Completion
 
     def launch(self, config: Any, prompt: str) -> AgentLaunch:
         """The process to start for ``config`` (an AgentConfig) with ``prompt``."""
