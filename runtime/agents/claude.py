@@ -17,14 +17,14 @@ event: ``{"type": "result", "subtype": "success" | "error_max_turns" |
 
 from __future__ import annotations
 
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion, Usage
 from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import amount, count, json_events, mapping
 
 
 class ClaudeAdapter:
     cli = "claude"
-    completion = "exit"
+    completion: Completion = "exit"
 
     def launch(self, config: AgentConfig, prompt: str) -> AgentLaunch:
         head = ["claude", "-p", "--output-format", "stream-json", "--verbose"]

@@ -15,14 +15,14 @@ the text of the last completed ``agent_message`` item; usage sums every turn.com
 
 from __future__ import annotations
 
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion, Usage
 from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import add, count, json_events, mapping
 
 
 class CodexAdapter:
     cli = "codex"
-    completion = "exit"
+    completion: Completion = "exit"
 
     def launch(self, config: AgentConfig, prompt: str) -> AgentLaunch:
         head = ["codex", "exec", "--json"]

@@ -8,13 +8,13 @@ before the program exits.
 
 from __future__ import annotations
 
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion
 from interlock.runtime.agents.config import AgentConfig
 
 
 class CommandAdapter:
     cli = "command"
-    completion = "document"
+    completion: Completion = "document"
 
     def launch(self, config: AgentConfig, prompt: str) -> AgentLaunch:
         if not config.command:

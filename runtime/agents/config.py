@@ -137,7 +137,7 @@ class AgentConfig(BaseModel):
 
 def default_agents() -> dict[str, AgentConfig]:
     """The offline demo roles, used for every role name no configuration defines."""
-    return {role: AgentConfig(cli="demo", role=role) for role in ROLES}
+    return {role: AgentConfig.model_validate({"cli": "demo", "role": role}) for role in ROLES}
 
 
 # ---------------------------------------------------------------------------------------

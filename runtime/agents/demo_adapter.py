@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion
 from interlock.runtime.agents.config import AgentConfig
 
 ENTRY_MODULE = "interlock.runtime.agents.role_agent"
@@ -19,7 +19,7 @@ ENTRY_MODULE = "interlock.runtime.agents.role_agent"
 
 class DemoAdapter:
     cli = "demo"
-    completion = "document"
+    completion: Completion = "document"
 
     def launch(self, config: AgentConfig, prompt: str) -> AgentLaunch:
         if config.role is None:

@@ -12,14 +12,14 @@ the object is complete the answer is empty.
 
 from __future__ import annotations
 
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion, Usage
 from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import add, count, json_document, mapping
 
 
 class GeminiAdapter:
     cli = "gemini"
-    completion = "exit"
+    completion: Completion = "exit"
 
     def launch(self, config: AgentConfig, prompt: str) -> AgentLaunch:
         head = ["gemini", "--output-format", "json"]

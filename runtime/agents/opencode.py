@@ -15,14 +15,14 @@ step_finish tokens and costs.
 
 from __future__ import annotations
 
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion, Usage
 from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import add, amount, count, json_events, mapping
 
 
 class OpencodeAdapter:
     cli = "opencode"
-    completion = "exit"
+    completion: Completion = "exit"
 
     def launch(self, config: AgentConfig, prompt: str) -> AgentLaunch:
         head = ["opencode", "run", "--format", "json"]

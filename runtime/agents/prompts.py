@@ -129,14 +129,15 @@ def render_prompt(template: str | Path, *, context: Mapping[str, Any],
     rendered_input = {key: _render_input(value, base, origin, str(key))
                       for key, value in (input or {}).items()}
     variables = {**base, "input": rendered_input}
+    where: Mark | str | None = None
     if isinstance(template, Path):
         try:
             source = template.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            where = origin if origin is not None else str(template)
+            at = origin if origin is not None else str(template)
             raise PromptError(f"the prompt file {template} cannot be read: {exc}",
-                              _place(where, str(template), None)) from None
-        name, where = str(template), None
+                              _place(at, str(template), None)) from None
+        name = str(template)
     else:
         source, name, where = template, "prompt", origin if origin is not None else "<prompt>"
     text = _render(source, name, variables, where, "prompt")

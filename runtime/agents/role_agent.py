@@ -81,7 +81,7 @@ def load_script(path: Path) -> RoleScript:
 def next_call(script: Path) -> int:
     """Count one more call of ``script`` (in ``SCRIPT.calls``); returns its number, from 1."""
     counter = script.with_name(script.name + ".calls")
-    with open(counter, "a+", encoding="utf-8") as handle:
+    with counter.open("a+", encoding="utf-8") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         text = handle.read().strip()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 USAGE = {"input_tokens": 1200, "output_tokens": 85}
@@ -40,8 +41,7 @@ def failing() -> bool:
 def log_call(argv: list[str], stdin: str | None) -> None:
     path = os.environ.get("FAKE_CLI_LOG")
     if path:
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump({"argv": argv, "stdin": stdin}, handle)
+        Path(path).write_text(json.dumps({"argv": argv, "stdin": stdin}), encoding="utf-8")
 
 
 def emit(event: dict[str, Any]) -> None:
