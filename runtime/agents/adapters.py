@@ -9,6 +9,7 @@ and output format, and the adapter's ``read`` on the result's stdout (:func:`rea
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from interlock.runtime.agents.base import Adapter, AgentOutput
 from interlock.runtime.agents.claude import ClaudeAdapter
@@ -19,8 +20,10 @@ from interlock.runtime.agents.demo_adapter import DemoAdapter
 from interlock.runtime.agents.gemini import GeminiAdapter
 from interlock.runtime.agents.opencode import OpencodeAdapter
 from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
-from interlock.runtime.dispatch.dispatcher import AgentCommand, DispatchResult
 from interlock.runtime.dispatch.process import SpawnOptions
+
+if TYPE_CHECKING:  # the dispatcher imports the engine, which may import this module
+    from interlock.runtime.dispatch.dispatcher import AgentCommand, DispatchResult
 
 ADAPTERS: dict[str, Adapter] = {
     adapter.cli: adapter
@@ -37,6 +40,8 @@ def adapter_for(config: AgentConfig) -> Adapter:
 def agent_command(config: AgentConfig, prompt: str, *, name: str | None = None
                   ) -> AgentCommand:
     """What the dispatcher runs for ``config`` with ``prompt``."""
+    from interlock.runtime.dispatch.dispatcher import AgentCommand
+
     launch = adapter_for(config).launch(config, prompt)
     options = SpawnOptions(cwd=Path(launch.cwd) if launch.cwd else None,
                            env=dict(launch.env) or None)
