@@ -2,7 +2,8 @@
 
 Launch: ``claude -p --output-format stream-json --verbose [--model M] [--agent A] ARGS``
 with the prompt on stdin (print mode reads the prompt from stdin when none is given as an
-argument; stream-json needs ``--verbose`` in print mode).
+argument; stream-json needs ``--verbose`` in print mode; ``--agent NAME`` selects a
+configured subagent, per the Claude Code CLI reference).
 
 Read, following the documented stream-json format (Claude Code "Run Claude Code
 programmatically" / headless docs; the Agent SDK's result message): one JSON object per
