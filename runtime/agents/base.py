@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from interlock.runtime.agents.config import AgentConfig
 
 AgentCli = Literal["claude", "codex", "opencode", "gemini", "command", "demo"]
 AGENT_CLIS: tuple[str, ...] = ("claude", "codex", "opencode", "gemini", "command", "demo")
@@ -72,8 +75,8 @@ class Adapter(Protocol):
     cli: str  # one of AGENT_CLIS
     completion: Completion
 
-    def launch(self, config: Any, prompt: str) -> AgentLaunch:
-        """The process to start for ``config`` (an AgentConfig) with ``prompt``."""
+    def launch(self, config: AgentConfig, prompt: str) -> AgentLaunch:
+        """The process to start for ``config`` with ``prompt``."""
 
     def read(self, stdout: str) -> AgentOutput:
         """The answer and usage in everything the agent printed on stdout so far."""

@@ -42,7 +42,6 @@ from interlock.machines.diagnostics import SpecError, error
 from interlock.machines.yamlsrc import parse_yaml
 from interlock.runtime.agents import roles
 from interlock.runtime.agents.config import ROLES
-from interlock.runtime.agents.demo import write_lines
 
 HANG_STEP = 3600.0
 
@@ -133,6 +132,16 @@ def scripted(base: dict[str, Any], script: RoleScript, call: int,
     if 0 <= index < len(script.answers):
         merged.update(script.answers[index])
     return merged
+
+
+def write_lines(lines: Sequence[str], out: TextIO, delay: float,
+                sleep: Callable[[float], None]) -> None:
+    """Write each line and flush it; pause ``delay`` seconds between lines."""
+    for index, line in enumerate(lines):
+        if index and delay > 0:
+            sleep(delay)
+        out.write(line + "\n")
+        out.flush()
 
 
 def render(doc: Mapping[str, Any], fmt: str) -> list[str]:
