@@ -52,11 +52,15 @@ class AgentLaunch:
 class AgentOutput:
     """An agent's output as read by its adapter: the answer text (for a streaming JSON CLI,
     the final message's text, not the event stream), the usage, and the error the CLI
-    reported in its own output, if any."""
+    reported in its own output, if any. ``final``: the output holds the CLI's last event
+    (claude's ``result``, codex's ``turn.completed``/``turn.failed``, opencode's closing
+    ``step_finish``, gemini's whole JSON object), so the answer is whole even if the process
+    lingers before exiting; always False for adapters that print the answer itself."""
 
     answer: str
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
+    final: bool = False
 
 
 Completion = Literal["exit", "document"]

@@ -68,4 +68,5 @@ def _result(event: dict[str, object], answer_so_far: str) -> AgentOutput:
                     output_tokens=count(usage.get("output_tokens")),
                     cost_usd=amount(event.get("total_cost_usd"))),
         error=error,
+        final=True,
     )

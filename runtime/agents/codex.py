@@ -37,6 +37,7 @@ class CodexAdapter:
         inputs: int | None = None
         outputs: int | None = None
         error: str | None = None
+        final = False
         for event in json_events(stdout):
             kind = event.get("type")
             if kind == "item.completed":
@@ -48,9 +49,12 @@ class CodexAdapter:
                 usage = mapping(event.get("usage"))
                 inputs = add(inputs, count(usage.get("input_tokens")))
                 outputs = add(outputs, count(usage.get("output_tokens")))
+                final = True
             elif kind == "turn.failed":
                 error = "codex turn failed: " + str(
                     mapping(event.get("error")).get("message") or "no message")
+                final = True
             elif kind == "error":
                 error = "codex error: " + str(event.get("message") or "no message")
-        return AgentOutput(answer=answer, usage=Usage(inputs, outputs), error=error)
+        return AgentOutput(answer=answer, usage=Usage(inputs, outputs), error=error,
+                           final=final)

@@ -43,4 +43,4 @@ class GeminiAdapter:
             detail = mapping(doc.get("error"))
             error = f"gemini error: {detail.get('message') or doc.get('error')}"
         return AgentOutput(answer=response if isinstance(response, str) else "",
-                           usage=Usage(inputs, outputs), error=error)
+                           usage=Usage(inputs, outputs), error=error, final=True)

@@ -10,7 +10,8 @@ cli/cmd/run.ts): one JSON object per line with ``type``, ``timestamp``, ``sessio
 ``part.state``), ``step_finish`` (``part.reason``, ``part.cost``, ``part.tokens: {input,
 output, reasoning, cache: {read, write}}``) and ``error`` (``error: {name, data:
 {message}}``). The answer is the text of the last step that printed text; usage sums the
-step_finish tokens and costs.
+step_finish tokens and costs. A ``step_finish`` whose reason is not ``tool-calls`` ends the
+run (``final``).
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ class OpencodeAdapter:
         outputs: int | None = None
         cost: float | None = None
         error: str | None = None
+        final = False
         for event in json_events(stdout):
             kind = event.get("type")
             part = mapping(event.get("part"))
             if kind == "step_start":
                 step = ""
+                final = False
             elif kind == "text":
                 step += str(part.get("text", ""))
                 answer = step
@@ -51,6 +54,7 @@ class OpencodeAdapter:
                 tokens = mapping(part.get("tokens"))
                 inputs = add(inputs, count(tokens.get("input")))
                 outputs = add(outputs, count(tokens.get("output")))
+                final = part.get("reason") != "tool-calls"  # a tool call: another step follows
                 spent = amount(part.get("cost"))
                 if spent is not None:
                     cost = spent if cost is None else cost + spent
@@ -58,4 +62,6 @@ class OpencodeAdapter:
                 detail = mapping(event.get("error"))
                 message = mapping(detail.get("data")).get("message") or detail.get("name")
                 error = f"opencode error: {message or 'no message'}"
-        return AgentOutput(answer=answer, usage=Usage(inputs, outputs, cost), error=error)
+                final = True
+        return AgentOutput(answer=answer, usage=Usage(inputs, outputs, cost), error=error,
+                           final=final)

@@ -175,6 +175,21 @@ def test_reading_any_prefix_never_raises(case: Case) -> None:
     assert final.answer
 
 
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_final_only_once_the_last_event_is_whole(case: Case) -> None:
+    """A CLI that lingers after its last event can be stopped: ``final`` says the answer
+    is whole; one byte short of the last event it is not."""
+    config = case.config()
+    stdout = run(config).polling.stdout
+    adapter = adapter_for(config)
+    cut = stdout[:len(stdout.rstrip()) - 1]
+    if adapter.completion == "exit":
+        assert adapter.read(stdout).final
+        assert not adapter.read(cut).final
+    else:
+        assert not adapter.read(stdout).final
+
+
 def test_args_env_and_cwd_reach_the_launch(tmp_path: Path) -> None:
     config = AgentConfig(cli="claude", args=("--max-turns", "3"), env={"A": "1"},
                          cwd=str(tmp_path))
