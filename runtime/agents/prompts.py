@@ -77,7 +77,7 @@ def _place(origin: Mark | str | None, file: str, line: int | None) -> Mark:
         if head and rest.isdigit():
             base_file, _, base_line = head.rpartition(":")
             if base_file and base_line.isdigit():  # FILE:LINE:COL
-                return Mark(base_file, int(base_line) + offset, 1)
+                return Mark(base_file, int(base_line) + offset, 1 if offset else int(rest))
             return Mark(head, int(rest) + offset, 1)  # FILE:LINE
         return Mark(origin, line or 1, 1)
     return Mark(file, line or 1, 1)

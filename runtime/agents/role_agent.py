@@ -183,14 +183,21 @@ def run(role: str, prompt: str, *, delay: float = 0.0, script: Path | None = Non
         return plan.exit_code
     base, effects = answer(role, prompt)
     facts = roles.parse_prompt(prompt)
-    task = facts.tasks[0][0] if facts.tasks else None
-    _carry_out(effects)
-    write_lines(render(scripted(base, plan, call, task), fmt), out, delay, sleep)
+    doc = scripted(base, plan, call, facts.tasks[0][0] if facts.tasks else None)
+    if doc.get("status", "done") == "done":  # a scripted blocked/paused executor writes nothing
+        try:
+            _carry_out(effects)
+        except OSError as exc:
+            errs.write(f"error: {role} cannot write its files: {exc}\n")
+            return 1
+    write_lines(render(doc, fmt), out, delay, sleep)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="role_agent", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="role_agent", description="An offline demo role agent: prompt on stdin, answer "
+        "on stdout.")
     parser.add_argument("--role", required=True, help=", ".join(ROLES))
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between lines")
     parser.add_argument("--script", type=Path, help="a YAML script of answers and failures")

@@ -129,8 +129,12 @@ def test_script_answers_are_used_in_order_across_processes(tmp_path: Path) -> No
     script.write_text("answers:\n  - {status: blocked, blockers: [needs a database]}\n"
                       "  - {status: paused}\ntasks:\n  T9: {report: special}\n")
     statuses = [call("executor", "Task: T1 a\n", tmp_path, "--script", str(script))[0]["status"]
-                for _ in range(3)]
-    assert statuses == ["blocked", "paused", "done"]
+                for _ in range(2)]
+    assert statuses == ["blocked", "paused"]
+    assert not (tmp_path / "T1.md").exists()  # a scripted blocked/paused executor writes nothing
+    assert call("executor", "Task: T1 a\n", tmp_path, "--script", str(script))[0]["status"] == (
+        "done")
+    assert (tmp_path / "T1.md").is_file()
     assert call("executor", "Task: T9 a\n", tmp_path, "--script", str(script))[0]["report"] == (
         "special")
 

@@ -49,6 +49,9 @@ def test_missing_variable_in_an_inline_prompt_is_located_from_the_spec_mark() ->
     with pytest.raises(PromptError) as info:
         render_prompt("{{ nothing }}", context={}, origin="specs/ralph.yaml:12")
     assert str(info.value.mark) == "specs/ralph.yaml:12:1"
+    with pytest.raises(PromptError) as info:
+        render_prompt("{{ nothing }}", context={}, origin="specs/ralph.yaml:12:15")
+    assert str(info.value.mark) == "specs/ralph.yaml:12:15"
 
 
 def test_missing_variable_in_the_input_names_the_input_key() -> None:
