@@ -19,6 +19,7 @@ from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.demo_adapter import DemoAdapter
 from interlock.runtime.agents.gemini import GeminiAdapter
 from interlock.runtime.agents.opencode import OpencodeAdapter
+from interlock.runtime.agents.roles import REQUIRED_FIELD
 from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.dispatch.process import SpawnOptions
 
@@ -50,9 +51,14 @@ def agent_command(config: AgentConfig, prompt: str, *, name: str | None = None
 
 def polling_for(config: AgentConfig, base: PollingConfiguration | None = None
                 ) -> PollingConfiguration:
-    """``base`` with the agent's ``timeout`` and ``outputFormat`` applied (validated again)."""
+    """``base`` with the agent's ``timeout`` and ``outputFormat`` applied (validated again).
+    For a demo role the required field, unless ``base`` sets one, is the key every answer
+    of that role carries, so the detector can end the run on the answer document."""
     data = (base or PollingConfiguration()).model_dump(by_alias=True, exclude_unset=True)
     data["outputFormat"] = config.output_format
+    markers = data.setdefault("completionMarkers", {})
+    if config.role is not None and "requiredField" not in markers:
+        markers["requiredField"] = REQUIRED_FIELD[config.role]
     if config.timeout is not None:
         data["dispatchTimeout"] = config.timeout
     return parse_dispatch_config(data)

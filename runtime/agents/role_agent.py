@@ -2,8 +2,8 @@
 
 ``--role planner|executor|reviewer|questioner|librarian`` chooses the answer
 (:mod:`interlock.runtime.agents.roles`), the prompt comes on stdin, the answer goes to
-stdout as YAML (or JSON with ``--format json``), one line at a time, ``--delay`` seconds
-apart. ``--script FILE`` (a YAML file) scripts the answers::
+stdout as YAML closed by ``...`` (or JSON with ``--format json``), one line at a time,
+``--delay`` seconds apart. ``--script FILE`` (a YAML file) scripts the answers::
 
     default: {verdict: reject}          # merged into every answer
     answers:                            # merged into the 1st, 2nd, ... answer given
@@ -14,6 +14,7 @@ apart. ``--script FILE`` (a YAML file) scripts the answers::
     exit_code: 3                        # ... with this exit code (default 1)
     fail_message: backend unavailable   # ... printing this on stderr
     hang: true                          # print nothing and never exit (until killed)
+    linger: 30                          # after the answer, stay alive silently 30 s
 
 Calls are counted in ``FILE.calls`` (next to the script, under a lock), so a script's
 sequence runs across processes. Without a script the same prompt gives the same answer.
@@ -58,6 +59,7 @@ class RoleScript(BaseModel):
     exit_code: Annotated[int, Field(strict=True, ge=1, le=255)] = 1
     fail_message: str = "model backend unavailable (HTTP 503 Service Unavailable)"
     hang: Annotated[bool, Field(strict=True)] = False
+    linger: Annotated[float, Field(ge=0)] = 0.0
 
 
 def load_script(path: Path) -> RoleScript:
@@ -145,10 +147,10 @@ def write_lines(lines: Sequence[str], out: TextIO, delay: float,
 
 
 def render(doc: Mapping[str, Any], fmt: str) -> list[str]:
-    """The answer's lines: YAML (block style, keys in order) or JSON."""
+    """The answer's lines: YAML (block style, keys in order, closed by ``...``) or JSON."""
     if fmt == "json":
         return json.dumps(doc, indent=2).splitlines()
-    return yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True).splitlines()
+    return [*yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True).splitlines(), "..."]
 
 
 def run(role: str, prompt: str, *, delay: float = 0.0, script: Path | None = None,
@@ -191,6 +193,8 @@ def run(role: str, prompt: str, *, delay: float = 0.0, script: Path | None = Non
             errs.write(f"error: {role} cannot write its files: {exc}\n")
             return 1
     write_lines(render(doc, fmt), out, delay, sleep)
+    if plan.linger > 0:
+        sleep(plan.linger)
     return 0
 
 

@@ -193,3 +193,18 @@ def test_the_demo_adapter_runs_a_role_through_the_dispatcher(tmp_path: Path) -> 
     assert result.status == "completed", result.polling.stderr
     assert yaml.safe_load(read_result(config, result).answer)["files"] == ["T3.md"]
     assert (tmp_path / "T3.md").is_file()
+
+
+def test_a_lingering_demo_agent_completes_on_its_document(tmp_path: Path) -> None:
+    """The seed's failure (an answer, then no exit): the detector ends the run on the
+    answer document, whose end marker and role key polling_for tells it about."""
+    script = tmp_path / "linger.yaml"
+    script.write_text("linger: 600\n")
+    config = AgentConfig(cli="demo", role="executor", cwd=str(tmp_path), script=str(script))
+    polling = polling_for(config)
+    assert polling.completion_markers.required_field == "status"
+    result = dispatch(agent_command(config, "Task: T1 a\n"), polling)
+    assert result.status == "completed"
+    assert result.polling.completion_method == "marker"
+    assert result.polling.exit_code is None  # stopped by us, long before the linger ends
+    assert yaml.safe_load(read_result(config, result).answer)["status"] == "done"
