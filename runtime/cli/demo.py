@@ -80,8 +80,8 @@ DEMO_CONFIG = {"dispatchTimeout": 60, "pollingInterval": 1, "idleTimeout": 20,
 
 def _dispatch_reviewers(console: Console, workdir: Path) -> bool:
     """Dispatch the four reviewers at once, as real processes, and show the results."""
+    from interlock.runtime.dispatch import AgentCommand, dispatch_all
     from interlock.runtime.dispatch.config import parse_dispatch_config
-    from interlock.runtime.dispatch.dispatcher import AgentCommand, dispatch_all
     from interlock.runtime.host.orphans import StoreRegistry, reap_orphans
     from interlock.runtime.store import open_store
 

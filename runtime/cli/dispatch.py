@@ -26,18 +26,16 @@ from interlock.runtime.cli.output import (
     fail,
     print_diagnostics,
 )
-from interlock.runtime.dispatch.config import (
+from interlock.runtime.dispatch import (
+    AgentCommand,
     ConfigError,
+    DispatchResult,
     PollingConfiguration,
+    SpawnOptions,
+    dispatch_all,
     load_dispatch_config,
     with_overrides,
 )
-from interlock.runtime.dispatch.dispatcher import (
-    AgentCommand,
-    DispatchResult,
-    dispatch_all,
-)
-from interlock.runtime.dispatch.process import SpawnOptions
 from interlock.runtime.host.orphans import StoreRegistry, reap_orphans
 from interlock.runtime.store import Store, StoreError, open_store
 
