@@ -11,10 +11,10 @@ from typing import Annotated
 import typer
 
 from interlock.runtime.agents.demo import AnswerFormat as DemoFormat
-from interlock.runtime.agents.demo import Verdict as DemoVerdict
 from interlock.runtime.cli.diagram import Format, run_diagram, run_diagram_all
 from interlock.runtime.cli.output import EXIT_USAGE, err, fail
 from interlock.runtime.cli.validate import run_validate
+from interlock.runtime.dispatch.verdict import VerdictValue as DemoVerdict
 
 app = typer.Typer(
     name="interlock",

@@ -49,7 +49,14 @@ if TYPE_CHECKING:
         PollingResult,
         PollingStatus,
     )
-    from interlock.runtime.dispatch.verdict import VERDICTS, Issue, Verdict, parse_verdict
+    from interlock.runtime.dispatch.verdict import (
+        SEVERITIES,
+        VERDICTS,
+        Issue,
+        Verdict,
+        VerdictValue,
+        parse_verdict,
+    )
 
 _HOMES: dict[str, tuple[str, ...]] = {
     "config": ("CompletionMarkerConfig", "ConfigError", "PollingConfiguration",
@@ -60,13 +67,14 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "process": ("AgentProcess", "SpawnError", "SpawnOptions"),
     "result": ("COMPLETION_METHODS", "POLLING_STATUSES", "DispatchResult", "PollingResult",
                "PollingStatus"),
-    "verdict": ("VERDICTS", "Issue", "Verdict", "parse_verdict"),
+    "verdict": ("SEVERITIES", "VERDICTS", "Issue", "Verdict", "VerdictValue", "parse_verdict"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "COMPLETION_METHODS",
     "POLLING_STATUSES",
+    "SEVERITIES",
     "VERDICTS",
     "AgentCommand",
     "AgentProcess",
@@ -84,6 +92,7 @@ __all__ = [
     "SpawnError",
     "SpawnOptions",
     "Verdict",
+    "VerdictValue",
     "check_document",
     "dispatch",
     "dispatch_all",

@@ -19,23 +19,28 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from enum import StrEnum
+from typing import Any
 
 __all__ = [
-    "CONDITIONAL",
-    "GO",
-    "NO_GO",
     "SEVERITIES",
     "VERDICTS",
     "Issue",
     "Verdict",
+    "VerdictValue",
     "parse_verdict",
 ]
 
-GO: Final = "GO"
-CONDITIONAL: Final = "CONDITIONAL"
-NO_GO: Final = "NO-GO"
-VERDICTS: tuple[str, ...] = (GO, CONDITIONAL, NO_GO)
+
+class VerdictValue(StrEnum):
+    """A reviewer's verdict, as the seeds spell it."""
+
+    GO = "GO"
+    CONDITIONAL = "CONDITIONAL"
+    NO_GO = "NO-GO"
+
+
+VERDICTS: tuple[str, ...] = tuple(v.value for v in VerdictValue)
 SEVERITIES: tuple[str, ...] = ("C", "H", "M", "L")  # critical, high, medium, low
 
 
@@ -54,8 +59,9 @@ class Issue:
 class Verdict:
     """The review fields of a document: ``p`` (role), ``v`` (verdict), ``i`` (issues).
 
-    ``verdict`` is GO, CONDITIONAL or NO-GO (normalized to upper case, ``_``/space to ``-``);
-    anything else is kept as given with ``verdict_recognized`` false.
+    ``verdict`` is a :class:`VerdictValue` (normalized to upper case, ``_``/space to ``-``);
+    anything else is kept as given with ``verdict_recognized`` false. The demo agent's
+    answers are values of this class too.
     """
 
     role: str | None
@@ -113,7 +119,7 @@ def parse_verdict(
         given = _as_text(raw)
         normal = re.sub(r"[\s_]+", "-", given.strip().upper())
         recognized = normal in VERDICTS
-        verdict = normal if recognized else given
+        verdict = VerdictValue(normal) if recognized else given
     return Verdict(
         role=None if role is None else _as_text(role),
         verdict=verdict,
