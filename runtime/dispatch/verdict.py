@@ -72,7 +72,7 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         return {
             "role": self.role,
-            "verdict": self.verdict,
+            "verdict": None if self.verdict is None else str(self.verdict),  # plain text
             "verdictRecognized": self.verdict_recognized,
             "issues": [issue.to_json() for issue in self.issues],
         }
@@ -119,7 +119,7 @@ def parse_verdict(
         given = _as_text(raw)
         normal = re.sub(r"[\s_]+", "-", given.strip().upper())
         recognized = normal in VERDICTS
-        verdict = VerdictValue(normal) if recognized else given
+        verdict = normal if recognized else given
     return Verdict(
         role=None if role is None else _as_text(role),
         verdict=verdict,

@@ -63,3 +63,13 @@ def test_issue_shapes() -> None:
     )
     assert parse_verdict({"v": "GO", "i": "one issue"}).issues == (Issue(None, "one issue"),)
     assert parse_verdict({"v": "GO"}).issues == ()
+
+
+def test_to_json_holds_plain_text_for_any_serializer() -> None:
+    import yaml
+
+    from interlock.runtime.dispatch import VerdictValue
+
+    data = Verdict("QA", VerdictValue.NO_GO, (Issue("C", "x"),)).to_json()
+    assert type(data["verdict"]) is str
+    assert yaml.safe_load(yaml.safe_dump(data)) == data
