@@ -165,7 +165,11 @@ def make_answer(role: str, prompt: str = "", verdict: VerdictValue | None = None
 
 
 def _scalar(text: str) -> str:
-    """``text`` as a YAML scalar: plain when it reads back as itself, else double-quoted."""
+    """``text`` as a YAML scalar: plain when it reads back as itself, else double-quoted.
+
+    Checked with YAML 1.1's reading on purpose (stricter than the dispatcher's YAML 1.2
+    :func:`~interlock.machines.yamlsrc.load_yaml`: ``yes`` or ``ON`` get quoted too), so any
+    YAML reader gets the text back; and this module stays light (no machines import)."""
     try:
         plain_ok = yaml.safe_load(text) == text
     except yaml.YAMLError:

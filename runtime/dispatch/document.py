@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 import yaml
 
+from interlock.machines.yamlsrc import load_yaml
+
 __all__ = ["DocumentCheck", "OutputFormat", "check_document"]
 
 OutputFormat = Literal["yaml", "json", "text"]
@@ -35,62 +37,9 @@ OutputFormat = Literal["yaml", "json", "text"]
 _MAX_JSON_CANDIDATES = 32
 
 # ---------------------------------------------------------------------------------------------
-# Parsers (module level, so tests can count calls)
-
-
-_BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_BOOL_TAG = "tag:yaml.org,2002:bool"
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc]
-    """Safe loader (libyaml when available) with YAML 1.2 booleans, as machines.yamlsrc."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
+# Parsers (module level, so tests can count calls). YAML is machines.yamlsrc's fast reading.
 
 _JSON = json.JSONDecoder()
-
-
-_MAX_FLOW_DEPTH = 500
-_MAX_BLOCK_RUN = 1000
-_BRACKET = re.compile(r"[\[\]{}]")
-_BLOCK_RUN = re.compile(rf"^[ \-?]{{{_MAX_BLOCK_RUN}}}", re.MULTILINE)
-_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s,\[\]{}]")
-_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s,\[\]{}]")
-
-
-def _yaml_refusal(text: str) -> str | None:
-    """Why ``text`` is not handed to the parser, or None.
-
-    libyaml recurses in C: very deep nesting would crash the process rather than raise.
-    Anchors with aliases are refused too (a review never needs them, and they let a small
-    document expand exponentially when walked).
-    """
-    if _BLOCK_RUN.search(text):
-        return "YAML nesting too deep"
-    if text.count("[") + text.count("{") > _MAX_FLOW_DEPTH:
-        depth = 0
-        for m in _BRACKET.finditer(text):
-            depth += 1 if m.group() in "[{" else -1
-            if depth > _MAX_FLOW_DEPTH:
-                return "YAML nesting too deep"
-    if _ANCHOR.search(text) and _ALIAS.search(text):
-        return "YAML anchors and aliases are not accepted"
-    return None
-
-
-def _load_yaml(text: str) -> Any:
-    """Parse one YAML document (safe constructors only); refuses what could crash libyaml."""
-    refusal = _yaml_refusal(text)
-    if refusal is not None:
-        raise ValueError(refusal)
-    return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
 
 
 def _decode_json(text: str, pos: int) -> tuple[Any, int]:
@@ -212,12 +161,12 @@ def _check_yaml(
         end += 1
     trailing = end < b
     try:
-        doc = _load_yaml("\n".join(lines[start:end]))
+        doc = load_yaml("\n".join(lines[start:end]))
     except Exception as exc:  # any input: never raise
         error = exc
         if trailing:
             try:  # what looked like trailing prose may be part of the document
-                doc = _load_yaml("\n".join(lines[start:b]))
+                doc = load_yaml("\n".join(lines[start:b]))
                 return _finish(doc, required_field, ended=followed_by_marker or fence_closed)
             except Exception as exc2:
                 error = exc2
@@ -240,7 +189,7 @@ _PLAIN_START = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`]|[\-?:]\S")
 def _compact_entry(line: str) -> tuple[Any, Any]:
     """One ``key: value`` line as strict YAML reads it; failing that, key and raw text."""
     try:
-        loaded = _load_yaml(line)
+        loaded = load_yaml(line)
     except yaml.YAMLError:
         loaded = None
     if isinstance(loaded, dict) and len(loaded) == 1:
@@ -249,13 +198,13 @@ def _compact_entry(line: str) -> tuple[Any, Any]:
     text = "" if m is None else m.group(2).strip()
     if m is None or not _PLAIN_START.match(text):
         raise ValueError(f"not a compact review line: {line!r}")
-    return _load_yaml(m.group(1)), text
+    return load_yaml(m.group(1)), text
 
 
 def _compact_item(text: str) -> Any:
     """One list item (the text after ``- ``): as strict YAML reads it, or ``{X: text}``/text."""
     try:
-        loaded = _load_yaml(f"- {text}")
+        loaded = load_yaml(f"- {text}")
     except yaml.YAMLError:
         loaded = None
     if isinstance(loaded, list) and len(loaded) == 1:

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from interlock.machines.yamlsrc import load_yaml
 from interlock.runtime.host.owners import is_owner_name
 from interlock.runtime.signals.model import Signal, SignalError, fifo_key, render_signal
 
@@ -237,8 +238,8 @@ class Mailbox:
 def read_metadata(path: Path) -> dict[str, Any] | None:
     """The handling_metadata of a processed signal file, or None."""
     try:
-        data = yaml.safe_load(path.read_bytes())
-    except (OSError, yaml.YAMLError):
+        data = load_yaml(path.read_bytes())
+    except (OSError, ValueError, yaml.YAMLError):  # ValueError: not UTF-8, or refused
         return None
     if isinstance(data, dict) and isinstance(data.get(METADATA_KEY), dict):
         return dict(data[METADATA_KEY])

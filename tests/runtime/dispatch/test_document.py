@@ -216,7 +216,7 @@ class Counter:
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> Counter:
     counter = Counter([])
-    monkeypatch.setattr(document, "_load_yaml", counter.wrap(document._load_yaml))
+    monkeypatch.setattr(document, "load_yaml", counter.wrap(document.load_yaml))
     monkeypatch.setattr(document, "_decode_json", counter.wrap(document._decode_json))
     return counter
 
@@ -490,7 +490,7 @@ def compact_documents(draw: st.DrawFn) -> str:
 @settings(max_examples=300, deadline=None)
 @given(text=compact_documents())
 def test_compact_reading_agrees_with_strict_yaml(text: str) -> None:
-    strict = document._load_yaml(text)
+    strict = document.load_yaml(text)
     assert document._compact_review(text.split("\n")) == strict
 
 
@@ -503,4 +503,10 @@ def test_compact_reading_agrees_with_strict_yaml(text: str) -> None:
     ],
 )
 def test_compact_reading_agrees_on_samples(text: str) -> None:
-    assert document._compact_review(text.split("\n")) == document._load_yaml(text)
+    assert document._compact_review(text.split("\n")) == document.load_yaml(text)
+
+
+def test_ampersand_and_asterisk_in_quoted_text_are_not_aliases() -> None:
+    check = yaml_check("p: QA\nv: GO\ni:\n  - H: 'fish &chips and *stars*'\n...\n")
+    assert check.complete and check.ended_by_marker
+    assert check.document == {"p": "QA", "v": "GO", "i": [{"H": "fish &chips and *stars*"}]}
