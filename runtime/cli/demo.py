@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from interlock.machines import SpecError, build_ir, compile, lint, load
+from interlock.machines import Diagnostic, SpecError, compile, load, load_checked
 from interlock.machines.compile import Target
 from interlock.runtime.builtin.specs import builtin_specs
 from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_OK
@@ -45,10 +45,14 @@ def _specs_table(console: Console) -> bool:
         table.add_column(column)
     clean = True
     for path in builtin_specs():
-        ir = build_ir(load(path))
-        findings = lint(ir)
+        findings: list[Diagnostic] = []  # lint's warnings; its errors raise
+        try:
+            ir = load_checked(path, warnings=findings)
+            states, events = str(len(ir.states)), str(len(ir.events))
+        except SpecError as exc:
+            findings, states, events = exc.diagnostics, "-", "-"
         clean = clean and not findings
-        table.add_row(path.stem, str(len(ir.states)), str(len(ir.events)),
+        table.add_row(path.stem, states, events,
                       "[green]clean[/]" if not findings else f"[red]{len(findings)} finding(s)[/]",
                       *_targets(path))
     console.print(table)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
-from interlock.machines import SpecError, build_ir, lint, load, loads
+from interlock.machines import SpecError, load_checked
 from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.cli.output import (
     EXIT_ERRORS,
@@ -32,10 +32,7 @@ def _render(path: Path, fmt: Format, text: str | None = None,
     from interlock.machines.render import render_dot, render_mermaid
     from interlock.runtime.diagrams.graphviz import render_with_dot
 
-    ir = build_ir(load(path) if text is None else loads(text, str(path)))
-    errors = [d for d in lint(ir) if d.is_error]
-    if errors:
-        raise SpecError(errors)
+    ir = load_checked(path) if text is None else load_checked(text, file=str(path))
     if fmt is Format.MERMAID:
         return render_mermaid(ir, active).encode()
     source = render_dot(ir, active)
