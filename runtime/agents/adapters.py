@@ -1,7 +1,7 @@
 """Choosing an adapter, and turning an agent + prompt into a dispatcher command.
 
 The ``invoke:`` runtime calls :func:`adapter_for` on an :class:`AgentConfig`,
-:func:`agent_command` to get the :class:`~interlock.runtime.dispatch.dispatcher.AgentCommand`
+:func:`agent_command` to get the :class:`~interlock.runtime.dispatch.AgentCommand`
 to dispatch, :func:`polling_for` for the dispatch configuration with the agent's timeout
 and output format, and the adapter's ``read`` on the result's stdout (:func:`read_result`).
 """
@@ -24,7 +24,7 @@ from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispat
 from interlock.runtime.dispatch.process import SpawnOptions
 
 if TYPE_CHECKING:  # the dispatcher imports the engine, which may import this module
-    from interlock.runtime.dispatch.dispatcher import AgentCommand, DispatchResult
+    from interlock.runtime.dispatch import AgentCommand, DispatchResult
 
 ADAPTERS: dict[str, Adapter] = {
     adapter.cli: adapter
@@ -41,7 +41,7 @@ def adapter_for(config: AgentConfig) -> Adapter:
 def agent_command(config: AgentConfig, prompt: str, *, name: str | None = None
                   ) -> AgentCommand:
     """What the dispatcher runs for ``config`` with ``prompt``."""
-    from interlock.runtime.dispatch.dispatcher import AgentCommand
+    from interlock.runtime.dispatch import AgentCommand
 
     launch = adapter_for(config).launch(config, prompt)
     options = SpawnOptions(cwd=Path(launch.cwd) if launch.cwd else None,

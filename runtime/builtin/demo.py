@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from interlock.machines import SpecError, build_ir, compile, lint, load
+from interlock.machines import Diagnostic, SpecError, compile, load, load_checked
 from interlock.machines.compile import Target
 from interlock.runtime.builtin.specs import builtin_specs
 
@@ -44,10 +44,14 @@ def _specs_table(console: Console) -> bool:
         table.add_column(column)
     clean = True
     for path in builtin_specs():
-        ir = build_ir(load(path))
-        findings = lint(ir)
+        findings: list[Diagnostic] = []  # lint's warnings; its errors raise
+        try:
+            ir = load_checked(path, warnings=findings)
+            states, events = str(len(ir.states)), str(len(ir.events))
+        except SpecError as exc:
+            findings, states, events = exc.diagnostics, "-", "-"
         clean = clean and not findings
-        table.add_row(path.stem, str(len(ir.states)), str(len(ir.events)),
+        table.add_row(path.stem, states, events,
                       "[green]clean[/]" if not findings else f"[red]{len(findings)} finding(s)[/]",
                       *_targets(path))
     console.print(table)
@@ -79,8 +83,8 @@ DEMO_CONFIG = {"dispatchTimeout": 60, "pollingInterval": 1, "idleTimeout": 20,
 
 def _dispatch_reviewers(console: Console, workdir: Path) -> bool:
     """Dispatch the four reviewers at once, as real processes, and show the results."""
+    from interlock.runtime.dispatch import AgentCommand, dispatch_all
     from interlock.runtime.dispatch.config import parse_dispatch_config
-    from interlock.runtime.dispatch.dispatcher import AgentCommand, dispatch_all
     from interlock.runtime.host.orphans import StoreRegistry, reap_orphans
     from interlock.runtime.store import open_store
 

@@ -34,7 +34,7 @@ from interlock.runtime.agents.adapters import (
 )
 from interlock.runtime.agents.base import AGENT_CLIS, Usage
 from interlock.runtime.agents.config import AgentConfig
-from interlock.runtime.dispatch.dispatcher import DispatchResult, dispatch
+from interlock.runtime.dispatch import DispatchResult, dispatch
 
 from support.paths import TESTS
 

@@ -15,7 +15,7 @@ from interlock.runtime.agents import roles
 from interlock.runtime.agents.adapters import agent_command, polling_for, read_result
 from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.role_agent import HANG_STEP, run
-from interlock.runtime.dispatch.dispatcher import dispatch
+from interlock.runtime.dispatch import dispatch
 
 
 def call(role: str, prompt: str, cwd: Path, *args: str) -> tuple[dict[str, object], str, int]:

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from interlock.runtime.host.owners import parse_owner
+from interlock.runtime.host.procfs import start_ticks
 from interlock.runtime.signals.consumer import Consumer, Handled, Subscription
 from interlock.runtime.signals.mailbox import Mailbox, read_metadata
 from interlock.runtime.signals.model import (
@@ -214,12 +216,32 @@ def test_a_failing_delivery_keeps_the_claim_and_is_retried(tmp_path: Path) -> No
     assert consumer.stats.failures == 1 and consumer.stats.handled == 1
 
 
+def test_a_consumer_names_its_claims_with_the_host_owner_id(tmp_path: Path) -> None:
+    consumer = Consumer(watch=False)
+    parsed = parse_owner(consumer.owner)
+    assert parsed is not None and parsed.pid == os.getpid() and parsed.start is not None
+    assert parsed.host == os.uname().nodename
+
+
+def test_claims_of_a_dead_consumer_with_a_reused_pid_are_adopted(tmp_path: Path) -> None:
+    mailbox = Mailbox(tmp_path / "s1")
+    signal = _post(mailbox, "INFO", rand="r1")
+    live = os.getppid()  # alive, but it started at another time than the claim says
+    owner = f"{os.uname().nodename}:{live}-{int(start_ticks(live) or 0) + 1}:consumer-old"
+    assert mailbox.claim(signal.file_name, owner) is not None
+    consumer = Consumer(watch=False)
+    consumer.add(Subscription(mailbox, lambda s, at: "ok"))
+    consumer.run_once()
+    assert consumer.stats.adopted == 1 and mailbox.is_finished(signal.file_name)
+    assert not (mailbox.claims / owner).exists()
+
+
 def test_claims_of_a_dead_consumer_are_adopted_once(tmp_path: Path) -> None:
     mailbox = Mailbox(tmp_path / "s1")
     signal = _post(mailbox, "INFO", rand="d1")
     dead = subprocess.Popen(["true"])
     dead.wait()
-    owner = f"{dead.pid}.dead00.{os.uname().nodename}"
+    owner = f"{dead.pid}.dead00.{os.uname().nodename}"  # a consumer's older folder name
     assert mailbox.claim(signal.file_name, owner) is not None  # then it died
     handled: list[Handled] = []
     consumer = Consumer(watch=False, on_handled=handled.append)
@@ -232,10 +254,13 @@ def test_claims_of_a_dead_consumer_are_adopted_once(tmp_path: Path) -> None:
     assert len(handled) == 1
 
 
-def test_claims_of_a_live_consumer_are_left_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["{host}:{pid}-{start}:live00", "{pid}.live00.{host}"])
+def test_claims_of_a_live_consumer_are_left_alone(tmp_path: Path, fmt: str) -> None:
+    """Either id format: the one of host/owners, or a consumer's older folder name."""
     mailbox = Mailbox(tmp_path / "s1")
     signal = _post(mailbox, "INFO", rand="e1")
-    owner = f"{os.getppid()}.live00.{os.uname().nodename}"
+    pid = os.getppid()
+    owner = fmt.format(host=os.uname().nodename, pid=pid, start=start_ticks(pid))
     assert mailbox.claim(signal.file_name, owner) is not None
     consumer = Consumer(watch=False)
     consumer.add(Subscription(mailbox, lambda s, at: "ok"))
@@ -339,8 +364,7 @@ def test_a_killed_consumer_not_yet_reaped_counts_as_dead(tmp_path: Path) -> None
     signal = _post(mailbox, "INFO", rand="z1")
     child = subprocess.Popen(["sleep", "600"])
     try:
-        ticks = Path(f"/proc/{child.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19]
-        owner = f"{child.pid}-{ticks.decode()}.zz0000.{os.uname().nodename}"
+        owner = f"{os.uname().nodename}:{child.pid}-{start_ticks(child.pid)}:zz0000"
         assert mailbox.claim(signal.file_name, owner) is not None
         consumer = Consumer(watch=False)
         consumer.add(Subscription(mailbox, lambda s, at: "ok"))
