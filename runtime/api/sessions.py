@@ -9,6 +9,7 @@ the caller's event loop stays free. ``store`` is a store URL (default: SQLite in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,14 @@ from interlock.machines.events import reserved_reason
 from interlock.machines.ir import MachineIR, TransitionKind
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import Conflict, UsageError
+from interlock.runtime.builtin.machines import (
+    Builtin,
+    BuiltinSetup,
+    DemoDriver,
+    builtin_for,
+    builtin_names,
+    is_builtin_spec,
+)
 from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.engine.bindings_loader import load_bindings
 from interlock.runtime.engine.context import SessionContext as SessionContext
@@ -265,21 +274,31 @@ async def start(
     allow_unbound: bool = False, migrate: bool = False, signals: bool = True,
     signals_as: str = "ALL", store: str | None = None, root: Path | str | None = None,
     stop: asyncio.Event | None = None, on_step: StepCallback | None = None,
-    on_note: NoteCallback | None = None,
+    on_note: NoteCallback | None = None, demo: bool = False,
 ) -> RunResult:
     """Start a session of ``spec`` (a file or a built-in spec's name), or continue the one
     named ``session_id``, and run it until a final state or until ``stop`` is set.
 
     ``on_step`` sees every committed step; ``on_note`` gets one-line notes for people
-    (started, where its signals go, orphans stopped).
+    (started, where its signals go, orphans stopped). A built-in spec runs with its own
+    bindings unless ``bindings`` are given; ``demo`` runs it offline and unattended: demo
+    agents, and scripted stand-ins for what it waits for from the outside world.
     """
     base = root_of(root)
     if session_id is not None:
         check_session_id(session_id)
     text, path = _read_spec(spec)
-    session_id = session_id or new_session_id(build_ir(loads(text, path)).name)
-    bound = _in_session(resolve_bindings(bindings, text, path, allow_unbound, on_note),
-                        session_id, base)
+    machine = build_ir(loads(text, path)).name
+    builtin = builtin_for(machine) if is_builtin_spec(Path(path)) else None
+    if demo and (builtin is None or builtin.demo is None):
+        why = f"{path} is not one of them" if builtin is None else f"{machine} has no demo"
+        raise UsageError(f"--demo runs the built-in specs offline "
+                         f"({', '.join(builtin_names())}); {why}")
+    session_id = session_id or new_session_id(machine)
+    if demo and builtin is not None:
+        context = {**builtin.demo_context, **(context or {})}
+    bound = _in_session(_bindings_for(builtin, bindings, text, path, allow_unbound, demo,
+                                      session_id, base, on_note), session_id, base)
     with opened_store(store, base) as opened:
         await asyncio.to_thread(_reap, opened, on_note)
         with translated():
@@ -291,7 +310,56 @@ async def start(
             on_note(f"session {runner.session_id} {verb} [{', '.join(runner.session.active)}] "
                     f"(store: {opened.url})")
         feed = _feed(runner, store, base, signals, signals_as, on_note)
-        return await _drive(runner, feed, opened_as.created, stop, on_step)
+        stop = stop or asyncio.Event()
+        scripted = (_play_demo(builtin, runner, store, base, stop, on_note)
+                    if demo and builtin is not None else None)
+        try:
+            return await _drive(runner, feed, opened_as.created, stop, on_step)
+        finally:
+            if scripted is not None:
+                scripted.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await scripted
+
+
+def _bindings_for(builtin: Builtin | None, bindings: BindingsArg, text: str, path: str,
+                  allow_unbound: bool, demo: bool, session_id: str, root: Path,
+                  on_note: NoteCallback | None) -> Bindings:
+    """The caller's bindings, else a built-in spec's own."""
+    if bindings is None and builtin is not None:
+        from interlock.runtime.signals.session_feed import session_dir
+
+        setup = BuiltinSetup(session_id, root, session_dir(root, session_id), demo)
+        return resolve_bindings(builtin.bindings(setup), text, path, allow_unbound, on_note)
+    return resolve_bindings(bindings, text, path, allow_unbound, on_note)
+
+
+def _play_demo(builtin: Builtin, runner: Runner, store: str | None, root: Path,
+               stop: asyncio.Event, on_note: NoteCallback | None) -> asyncio.Task[None]:
+    """Run a built-in's scripted stand-ins beside the runner; if they fail, the run stops."""
+    assert builtin.demo is not None
+    queue = open_store(store, root)  # a connection of its own for the driver's sends
+
+    def send(event: str, data: dict[str, Any]) -> None:
+        queue.enqueue(runner.session_id, event, data, time.time())
+        runner.wake()
+
+    driver = DemoDriver(runner.session_id, lambda: runner.active, send,
+                        lambda: runner.session.context)
+
+    async def play() -> None:
+        try:
+            await builtin.demo(driver)  # type: ignore[misc]
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a stand-in that fails stops the demo, with the reason
+            if on_note is not None:
+                on_note(f"demo: {type(exc).__name__}: {exc}")
+            stop.set()
+        finally:
+            queue.close()
+
+    return asyncio.create_task(play())
 
 
 async def create(
@@ -328,8 +396,10 @@ async def resume(
         await asyncio.to_thread(_reap, opened, on_note)
         with translated():
             row = await asyncio.to_thread(opened.get, session_id)
-        bound = _in_session(resolve_bindings(bindings, row.spec_text, row.spec_path,
-                                             allow_unbound, on_note), session_id, base)
+        builtin = builtin_for(row.spec_name) if is_builtin_spec(Path(row.spec_path)) else None
+        bound = _in_session(_bindings_for(builtin, bindings, row.spec_text, row.spec_path,
+                                          allow_unbound, False, session_id, base, on_note),
+                            session_id, base)
         with translated():
             runner, _ = await asyncio.to_thread(
                 Runner.open, opened, None, row.spec_path, session_id=session_id,

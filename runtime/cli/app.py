@@ -115,6 +115,9 @@ def run(
                                           "file changed, on the new spec.")] = False,
     signals: SignalsOpt = True,
     signals_as: SignalsAsOpt = "ALL",
+    demo: Annotated[bool, typer.Option("--demo", help="Run a built-in spec offline and "
+                                       "unattended: demo agents, and scripted stand-ins for "
+                                       "the outside world.")] = False,
 ) -> None:
     """Start (or continue) a session and run it until a final state or Ctrl-C.
 
@@ -124,7 +127,7 @@ def run(
     from interlock.runtime.cli.sessions import SignalOptions, run_session
 
     raise typer.Exit(run_session(spec, session, store, bindings, context, allow_unbound,
-                                 migrate, SignalOptions(signals, signals_as)))
+                                 migrate, SignalOptions(signals, signals_as), demo))
 
 
 @app.command()

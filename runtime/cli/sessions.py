@@ -112,7 +112,7 @@ def _print_step(step: Any) -> None:
 def run_session(spec: str, session_id: str | None, store_url: str | None,
                 bindings_ref: str | None, context_json: str | None,
                 allow_unbound: bool, migrate: bool = False,
-                signals: SignalOptions | None = None) -> int:
+                signals: SignalOptions | None = None, demo: bool = False) -> int:
     options = signals or SignalOptions()
 
     def body() -> int:
@@ -121,7 +121,7 @@ def run_session(spec: str, session_id: str | None, store_url: str | None,
             spec, session_id=session_id, context=context, bindings=bindings_ref,
             allow_unbound=allow_unbound, migrate=migrate, signals=options.enabled,
             signals_as=options.identity, store=store_url, stop=stop, on_step=_print_step,
-            on_note=_note))
+            on_note=_note, demo=demo))
 
     return _guard(body)
 
