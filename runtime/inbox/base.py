@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 from interlock.runtime.inbox.model import BadRequest, JournalEntry, Lease, Message, Status
 
 DEFAULT_LEASE = 300.0
+DEFAULT_TIMEOUT = 10.0  # seconds per request to a remote store
 SETTING_KEYS = ("enabled", "interval")
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from interlock.runtime.engine.clock import Clock
-from interlock.runtime.inbox.base import InboxAdapter
+from interlock.runtime.inbox.base import DEFAULT_TIMEOUT, InboxAdapter
 from interlock.runtime.inbox.config import StoreUrl, parse_store_url
-from interlock.runtime.inbox.http import DEFAULT_TIMEOUT
 
 
 def connect(url: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,

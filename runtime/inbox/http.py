@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from interlock.runtime.inbox.base import DEFAULT_LEASE
+from interlock.runtime.inbox.base import DEFAULT_LEASE, DEFAULT_TIMEOUT
 from interlock.runtime.inbox.model import (
     ERRORS,
     InboxUnavailable,
@@ -22,8 +22,6 @@ from interlock.runtime.inbox.model import (
     Status,
     check_id,
 )
-
-DEFAULT_TIMEOUT = 10.0
 
 
 class HttpInbox:
