@@ -135,6 +135,18 @@ class SqliteInbox:
                 (message_id, type, sender, body, correlation_id, payload_ref, now, now))
         return message_id
 
+    def post_many(self, messages: list[tuple[str, str, str]]) -> list[str]:
+        """Queue (type, sender, body) triples in one transaction (for tests and benches)."""
+        ids = [new_id() for _ in messages]
+        now = self.clock.now()
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO inbox_messages (id, type, sender, status, body, created_at,"
+                " updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?)",
+                [(i, t, s, b, now + n * 1e-6, now) for n, (i, (t, s, b))
+                 in enumerate(zip(ids, messages, strict=True))])
+        return ids
+
     def get(self, message_id: str) -> Message:
         rows = self._read(f"SELECT {COLUMNS} FROM inbox_messages WHERE id = ?",
                           (check_id(message_id),))

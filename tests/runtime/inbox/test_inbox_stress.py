@@ -1,0 +1,123 @@
+"""Stress: 8 worker processes claim from one PostgreSQL store and from one HTTP server
+(`interlock inbox serve` over SQLite), with leases of a few seconds; 2 of them are
+SIGKILLed while holding a lease. Every message ends done exactly once, the killed
+workers' tokens are refused, nothing is lost.
+
+Default size: a few hundred messages. INTERLOCK_STRESS=full: 10,000.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from interlock.runtime.inbox.base import InboxAdapter
+from interlock.runtime.inbox.connect import connect
+from interlock.runtime.inbox.model import StaleLease, Status
+from interlock.runtime.inbox.postgres import PostgresInbox
+from interlock.runtime.inbox.sqlite import SqliteInbox
+
+from conftest import empty_pg
+from support.inbox_helpers import server_process
+from support.paths import TESTS
+
+FULL = os.environ.get("INTERLOCK_STRESS", "") == "full"
+MESSAGES = 10_000 if FULL else 300
+WORKERS = 8
+KILLED = 2
+LEASE = 2.0
+DEADLINE = 600.0 if FULL else 120.0
+WORKER = TESTS / "support" / "inbox_worker.py"
+
+
+def _spawn(url: str, tag: str, stop: Path, *extra: str, slot: int = 0
+           ) -> subprocess.Popen[str]:
+    env = {**os.environ, "INBOX_STOP_FILE": str(stop), "PYTHONPATH": str(TESTS),
+           "INBOX_SLOT": f"{slot}/{WORKERS - KILLED}"}
+    return subprocess.Popen([sys.executable, str(WORKER), url, tag, str(LEASE), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _wait_done(store: InboxAdapter, workers: list[subprocess.Popen[str]]) -> None:
+    """Until every message is done (bounded), checking that no worker crashed."""
+    deadline = time.monotonic() + DEADLINE
+    while len(store.list(Status.DONE, limit=MESSAGES + 1)) < MESSAGES:
+        crashed = [w for w in workers if w.poll() not in (None, 0)]
+        assert not crashed, crashed[0].stderr.read() if crashed[0].stderr else "crashed"
+        assert time.monotonic() < deadline, "the workers did not finish in time"
+        time.sleep(0.2)  # waiting on other processes' progress, bounded above
+
+
+def run_stress(url: str, verify: InboxAdapter, tmp_path: Path) -> None:
+    ids = verify.post_many([("job", "stress", str(n)) for n in range(MESSAGES)])  # type: ignore[attr-defined]
+    stop = tmp_path / "STOP"
+    hold_after = str(MESSAGES // 40)
+    victims = [_spawn(url, f"victim{n}", stop, "--hold-after", hold_after, slot=n)
+               for n in range(KILLED)]
+    workers = [_spawn(url, f"w{n}", stop, slot=KILLED + n) for n in range(WORKERS - KILLED)]
+    held: list[tuple[str, str]] = []
+    try:
+        for victim in victims:  # each dies mid-run, holding a live lease
+            assert victim.stdout is not None
+            line = victim.stdout.readline()
+            assert line, victim.stderr.read() if victim.stderr else "no output"
+            data = json.loads(line)
+            held.append((data["holding"], data["token"]))
+            victim.send_signal(signal.SIGKILL)
+            victim.wait(timeout=30)
+        _wait_done(verify, workers)
+    finally:
+        stop.touch()
+        for victim in victims:
+            if victim.poll() is None:
+                victim.kill()
+            victim.communicate(timeout=30)
+        outputs = [w.communicate(timeout=60) for w in workers]
+    totals: Counter[str] = Counter()
+    for out, err in outputs:
+        assert out.strip(), err
+        totals.update(json.loads(out.strip().splitlines()[-1]))
+    assert totals["stale"] == 0  # no surviving worker's lease ran out under it
+    assert totals["done"] <= MESSAGES
+    done = verify.list(Status.DONE, limit=MESSAGES + 1)
+    assert sorted(m.id for m in done) == sorted(ids)  # none lost, none extra
+    for message_id, token in held:  # the killed workers' leases were taken over
+        message = verify.get(message_id)
+        assert message.status is Status.DONE
+        assert message.owner is not None and "victim" not in message.owner
+        with pytest.raises(StaleLease):
+            verify.update_status(message_id, Status.FAILED, token)
+        assert verify.get(message_id).status is Status.DONE
+    for message_id in ids:  # done exactly once: one transition each, by its holder
+        entries = verify.journal(message_id)
+        assert [(e.before, e.after) for e in entries] == [(Status.IN_PROGRESS, Status.DONE)]
+
+
+@pytest.mark.timeout(900 if FULL else 180)
+def test_stress_postgres(inbox_pg_url: str, tmp_path: Path) -> None:
+    empty_pg(inbox_pg_url)
+    verify = PostgresInbox(inbox_pg_url)
+    try:
+        run_stress(inbox_pg_url, verify, tmp_path)
+    finally:
+        verify.close()
+
+
+@pytest.mark.timeout(900 if FULL else 180)
+def test_stress_http_server(tmp_path: Path) -> None:
+    db = tmp_path / "served.db"
+    verify = SqliteInbox(db)
+    try:
+        with server_process(f"sqlite://{db}", tmp_path) as (_proc, base_url):
+            assert isinstance(connect(base_url).settings(), dict)
+            run_stress(base_url, verify, tmp_path)
+    finally:
+        verify.close()
