@@ -20,10 +20,11 @@ unavailable)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -196,6 +197,14 @@ def serve(adapter: InboxAdapter, sock: socket.socket, *, announce: bool = True) 
     host, port = sock.getsockname()[:2]
 
     class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            """SIGINT/SIGTERM stop the server gracefully, and that is a clean exit (0):
+            uvicorn would raise the signal again afterwards."""
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()
+
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if announce:
