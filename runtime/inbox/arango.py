@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 from interlock.runtime.engine.clock import Clock, SystemClock
@@ -27,6 +28,7 @@ from interlock.runtime.inbox.base import DEFAULT_LEASE, check_setting
 from interlock.runtime.inbox.model import (
     OPERATOR,
     REAPER,
+    Claim,
     InboxUnavailable,
     JournalEntry,
     Lease,
@@ -186,6 +188,19 @@ class ArangoInbox:
         except self._conflict:
             return None  # another worker wrote first
         return lease
+
+    def claim_next(self, owner: str, lease_seconds: float = DEFAULT_LEASE,
+                   limit: int = 1) -> builtins.list[Claim]:
+        """Fetch, then claim each in turn (ArangoDB has no SKIP LOCKED: a message another
+        worker wrote first is skipped on its revision conflict)."""
+        claims = []
+        for message in self.fetch_queued(check_limit(limit)):
+            lease = self.claim(message.id, owner, lease_seconds)
+            if lease is not None:
+                claims.append(Claim(replace(message, status=Status.IN_PROGRESS,
+                                            lease_until=lease.lease_until, owner=owner),
+                                    lease))
+        return claims
 
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,
                       reason: str | None = None) -> Message:

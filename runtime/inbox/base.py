@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from interlock.runtime.inbox.model import BadRequest, JournalEntry, Lease, Message, Status
+from interlock.runtime.inbox.model import (
+    BadRequest,
+    Claim,
+    JournalEntry,
+    Lease,
+    Message,
+    Status,
+)
 
 DEFAULT_LEASE = 300.0
 DEFAULT_TIMEOUT = 10.0  # seconds per request to a remote store
@@ -42,6 +49,13 @@ class InboxAdapter(Protocol):
               lease_seconds: float = DEFAULT_LEASE) -> Lease | None:
         """Take the message: status in_progress, a new token and lease. None when someone
         else holds a live lease or the message is finished."""
+        ...
+
+    def claim_next(self, owner: str, lease_seconds: float = DEFAULT_LEASE,
+                   limit: int = 1) -> list[Claim]:
+        """Fetch and claim in one step: up to ``limit`` fetchable messages, oldest first,
+        skipping any another worker is claiming at this moment (the worker loop's call;
+        PostgreSQL: one ``FOR UPDATE SKIP LOCKED`` statement)."""
         ...
 
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,

@@ -15,6 +15,7 @@ import httpx
 from interlock.runtime.inbox.base import DEFAULT_LEASE, DEFAULT_TIMEOUT
 from interlock.runtime.inbox.model import (
     ERRORS,
+    Claim,
     InboxUnavailable,
     JournalEntry,
     Lease,
@@ -82,6 +83,13 @@ class HttpInbox:
         data = self._call("POST", f"/messages/{check_id(message_id)}/claim",
                           {"owner": owner, "lease_seconds": lease_seconds})
         return None if data is None else Lease(data["token"], data["lease_until"])
+
+    def claim_next(self, owner: str, lease_seconds: float = DEFAULT_LEASE,
+                   limit: int = 1) -> builtins.list[Claim]:
+        data = self._call("POST", "/claim", {"owner": owner, "lease_seconds": lease_seconds,
+                                             "limit": limit})
+        return [Claim(Message.from_json(c["message"]), Lease(c["token"], c["lease_until"]))
+                for c in data]
 
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,
                       reason: str | None = None) -> Message:

@@ -119,6 +119,14 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class Claim:
+    """A message taken by ``claim_next``, with its lease (status is in_progress)."""
+
+    message: Message
+    lease: Lease
+
+
+@dataclass(frozen=True, slots=True)
 class JournalEntry:
     """One status change: who made it (a worker's owner id, ``operator`` or ``reaper``)."""
 

@@ -37,6 +37,7 @@ from interlock.runtime.inbox.model import (
     REAPER,
     WORKER_MOVES,
     BadRequest,
+    Claim,
     InboxUnavailable,
     JournalEntry,
     Lease,
@@ -93,6 +94,17 @@ UPDATE inbox_messages SET status = 'in_progress', lease_token = %(token)s,
  WHERE id = (SELECT id FROM inbox_messages WHERE id = %(id)s AND {_FETCHABLE}
              FOR UPDATE SKIP LOCKED)
 RETURNING id"""
+
+_CLAIM_NEXT = f"""
+WITH picked AS (
+    SELECT id FROM inbox_messages WHERE {_FETCHABLE}
+     ORDER BY created_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+)
+UPDATE inbox_messages m SET status = 'in_progress',
+       lease_token = replace(gen_random_uuid()::text, '-', ''),
+       lease_until = %(until)s, owner = %(owner)s, updated_at = %(now)s
+  FROM picked WHERE m.id = picked.id
+RETURNING {", ".join("m." + c.strip() for c in COLUMNS.split(","))}, m.lease_token"""
 
 # One round trip on the happy path: lock, check token and move, update, journal.
 _UPDATE = f"""
@@ -250,6 +262,17 @@ class PostgresInbox:
             return None
 
         return self._run(body)
+
+    def claim_next(self, owner: str, lease_seconds: float = DEFAULT_LEASE,
+                   limit: int = 1) -> builtins.list[Claim]:
+        check_limit(limit)
+        now = self.clock.now()
+        until = now + check_lease(lease_seconds)
+        params = {"limit": limit, "until": until, "owner": owner, "now": now,
+                  "l1": LEASED_NAMES[0], "l2": LEASED_NAMES[1]}
+        rows = self._run(lambda conn: conn.execute(_CLAIM_NEXT, params).fetchall())
+        claims = [Claim(message_from(r), Lease(r[11], until)) for r in rows]
+        return sorted(claims, key=lambda c: (c.message.created_at, c.message.id))
 
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,
                       reason: str | None = None) -> Message:

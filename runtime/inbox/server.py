@@ -12,6 +12,7 @@ unavailable)::
     GET  /messages/{id}/journal           [entry, ...]
     POST /fetch                           {limit?} -> [message, ...]
     POST /messages/{id}/claim             {owner, lease_seconds?} -> {token, lease_until} | null
+    POST /claim                           {owner, lease_seconds?, limit?} -> [{message, token, lease_until}]
     POST /messages/{id}/status            {status, token?, reason?} -> message
     POST /reclaim                         {} -> {reclaimed: N}
     GET  /settings                        {enabled?, interval?}
@@ -137,6 +138,14 @@ def create_app(adapter: InboxAdapter) -> Starlette:
         return None if lease is None else {"token": lease.token,
                                            "lease_until": lease.lease_until}
 
+    async def claim_next(request: Request) -> Any:
+        data = await _body(request)
+        claims = adapter.claim_next(_field(data, "owner", str),
+                                    _field(data, "lease_seconds", (int, float), DEFAULT_LEASE),
+                                    _field(data, "limit", int, 1))
+        return [{"message": c.message.to_json(), "token": c.lease.token,
+                 "lease_until": c.lease.lease_until} for c in claims]
+
     async def status(request: Request) -> Any:
         data = await _body(request)
         new = parse_status(_field(data, "status", str))
@@ -166,6 +175,7 @@ def create_app(adapter: InboxAdapter) -> Starlette:
         route("/messages/{id}/journal", ["GET"], journal),
         route("/fetch", ["POST"], fetch),
         route("/messages/{id}/claim", ["POST"], claim),
+        route("/claim", ["POST"], claim_next),
         route("/messages/{id}/status", ["POST"], status),
         route("/reclaim", ["POST"], reclaim),
         route("/settings", ["GET"], settings),

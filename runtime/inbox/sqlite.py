@@ -7,11 +7,13 @@ still fetchable inside it, so two workers never both get a lease.
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from interlock.runtime.inbox.base import DEFAULT_LEASE, check_setting
 from interlock.runtime.inbox.model import (
     OPERATOR,
     REAPER,
+    Claim,
     InboxUnavailable,
     JournalEntry,
     Lease,
@@ -154,7 +157,7 @@ class SqliteInbox:
             raise UnknownMessage(f"no message {message_id}")
         return message_from(rows[0])
 
-    def list(self, status: Status | None = None, limit: int = 1000) -> list[Message]:
+    def list(self, status: Status | None = None, limit: int = 1000) -> builtins.list[Message]:
         check_limit(limit)
         if status is None:
             rows = self._read(f"SELECT {COLUMNS} FROM inbox_messages ORDER BY created_at, id "
@@ -164,7 +167,7 @@ class SqliteInbox:
                               "ORDER BY created_at, id LIMIT ?", (str(status), limit))
         return [message_from(r) for r in rows]
 
-    def fetch_queued(self, limit: int = 100) -> list[Message]:
+    def fetch_queued(self, limit: int = 100) -> builtins.list[Message]:
         check_limit(limit)
         rows = self._read(
             f"SELECT {COLUMNS} FROM inbox_messages WHERE status = 'queued' OR "
@@ -190,6 +193,28 @@ class SqliteInbox:
                 "lease_until = ?, owner = ?, updated_at = ? WHERE id = ?",
                 (lease.token, lease.lease_until, owner, now, message_id))
         return lease
+
+    def claim_next(self, owner: str, lease_seconds: float = DEFAULT_LEASE,
+                   limit: int = 1) -> builtins.list[Claim]:
+        check_limit(limit)
+        seconds = check_lease(lease_seconds)
+        claims = []
+        with self._write() as conn:
+            now = self.clock.now()
+            rows = conn.execute(
+                f"SELECT {COLUMNS} FROM inbox_messages WHERE status = 'queued' OR "
+                "(status IN (?, ?) AND lease_until <= ?) ORDER BY created_at, id LIMIT ?",
+                (*LEASED_NAMES, now, limit)).fetchall()
+            for row in rows:
+                lease = Lease(new_token(), now + seconds)
+                conn.execute(
+                    "UPDATE inbox_messages SET status = 'in_progress', lease_token = ?, "
+                    "lease_until = ?, owner = ?, updated_at = ? WHERE id = ?",
+                    (lease.token, lease.lease_until, owner, now, row[0]))
+                message = replace(message_from(row), status=Status.IN_PROGRESS,
+                                  lease_until=lease.lease_until, owner=owner, updated_at=now)
+                claims.append(Claim(message, lease))
+        return claims
 
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,
                       reason: str | None = None) -> Message:
@@ -231,7 +256,7 @@ class SqliteInbox:
                              (message_id, now, before, REAPER))
         return len(rows)
 
-    def journal(self, message_id: str) -> list[JournalEntry]:
+    def journal(self, message_id: str) -> builtins.list[JournalEntry]:
         self.get(message_id)
         rows = self._read(f"SELECT {JOURNAL_COLUMNS} FROM inbox_journal WHERE message_id = ?"
                           " ORDER BY n", (message_id,))

@@ -1,10 +1,10 @@
 """A worker process for the inbox stress test and bench:
 ``python inbox_worker.py URL TAG LEASE_SECONDS [--hold-after N]``.
 
-It fetches queued messages, claims them starting at its own slot of
-the batch (INBOX_SLOT=i/n), and marks each done with
-its lease token, until the file STOP (an env var path) exists. Each line it prints is
-JSON: ``{"done": n, "lost": n, "stale": n}`` at the end. With ``--hold-after N``, after N
+Odd slots (INBOX_SLOT=i/n) fetch queued messages and claim each, starting at their own
+place in the batch; even slots use ``claim_next``. Each marks its messages done with the
+lease token, until the file $INBOX_STOP_FILE exists, then prints
+``{"done": n, "lost": n, "stale": n}``. With ``--hold-after N``, after N
 messages done it claims one more, prints ``{"holding": id, "token": token}`` and waits
 (holding the lease) to be SIGKILLed.
 """
@@ -35,25 +35,28 @@ def main(argv: list[str]) -> int:
     done = lost = stale = 0
     while not stop.exists():
         try:
-            batch = inbox.fetch_queued(BATCH)
+            if slot % 2:  # the seed's way: fetch, then claim each
+                batch = inbox.fetch_queued(BATCH)
+                start = (slot * len(batch)) // slots  # workers start at different places
+                claims = [(m.id, inbox.claim(m.id, owner, lease))
+                          for m in batch[start:] + batch[:start]]
+            else:  # the worker loop's way: one SKIP LOCKED step
+                claims = [(c.message.id, c.lease) for c in inbox.claim_next(owner, lease, 4)]
         except InboxUnavailable:
             continue
-        if not batch:
+        if not claims:
             time.sleep(0.02)  # nothing fetchable now: leases of dead workers still running
             continue
-        start = (slot * len(batch)) // slots  # workers start at different places
-        batch = batch[start:] + batch[:start]
-        for message in batch:
-            got = inbox.claim(message.id, owner, lease)
+        for message_id, got in claims:
             if got is None:
                 lost += 1
                 continue
             if done == hold_after:
-                print(json.dumps({"holding": message.id, "token": got.token}), flush=True)
+                print(json.dumps({"holding": message_id, "token": got.token}), flush=True)
                 while True:
                     time.sleep(60)
             try:
-                inbox.update_status(message.id, Status.DONE, got.token)
+                inbox.update_status(message_id, Status.DONE, got.token)
                 done += 1
             except StaleLease:
                 stale += 1

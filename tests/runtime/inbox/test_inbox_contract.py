@@ -214,3 +214,26 @@ def test_settings_round_trip(backend: Backend) -> None:
         inbox.set_setting("colour", "red")
     with pytest.raises(BadRequest, match="interval"):
         inbox.set_setting("interval", -1)
+
+
+def test_claim_next_takes_the_oldest_fetchable(backend: Backend) -> None:
+    inbox = backend.inbox
+    ids = []
+    for _ in range(4):
+        ids.extend(post(inbox))
+        backend.clock.advance(1)
+    first = inbox.claim(ids[0], "w0", LEASE)
+    assert first is not None
+    claims = inbox.claim_next("w1", LEASE, limit=2)
+    assert [c.message.id for c in claims] == ids[1:3]
+    for claim in claims:
+        assert claim.message.status is Status.IN_PROGRESS and claim.message.owner == "w1"
+        assert inbox.get(claim.message.id).lease_until == pytest.approx(claim.lease.lease_until)
+    backend.clock.advance(LEASE + 0.5)  # every lease but none of the queued one ran out
+    again = inbox.claim_next("w2", LEASE, limit=10)
+    assert sorted(c.message.id for c in again) == sorted(ids)
+    with pytest.raises(StaleLease):
+        inbox.update_status(ids[1], Status.DONE, claims[0].lease.token)
+    token = {c.message.id: c.lease.token for c in again}[ids[1]]
+    assert inbox.update_status(ids[1], Status.DONE, token).status is Status.DONE
+    assert inbox.claim_next("w3", LEASE) == []
