@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 
 from interlock.runtime.host.owners import default_owner
-from interlock.runtime.inbox.connect import connect
+from interlock.runtime.inbox.connection import connect
 from interlock.runtime.inbox.model import Status
 from interlock.runtime.inbox.postgres import PostgresInbox
 from interlock.runtime.inbox.sqlite import SqliteInbox

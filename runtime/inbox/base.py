@@ -7,6 +7,7 @@ poller agree: ``enabled`` (bool) and ``interval`` (seconds).
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Protocol, runtime_checkable
 
 from interlock.runtime.inbox.model import (
@@ -37,11 +38,11 @@ class InboxAdapter(Protocol):
         """One message, or UnknownMessage."""
         ...
 
-    def list(self, status: Status | None = None, limit: int = 1000) -> list[Message]:
+    def list(self, status: Status | None = None, limit: int = 1000) -> builtins.list[Message]:
         """Messages (of one status), oldest first."""
         ...
 
-    def fetch_queued(self, limit: int = 100) -> list[Message]:
+    def fetch_queued(self, limit: int = 100) -> builtins.list[Message]:
         """Queued messages and those whose lease expired, oldest first."""
         ...
 
@@ -52,7 +53,7 @@ class InboxAdapter(Protocol):
         ...
 
     def claim_next(self, owner: str, lease_seconds: float = DEFAULT_LEASE,
-                   limit: int = 1) -> list[Claim]:
+                   limit: int = 1) -> builtins.list[Claim]:
         """Fetch and claim in one step: up to ``limit`` fetchable messages, oldest first,
         skipping any another worker is claiming at this moment (the worker loop's call;
         PostgreSQL: one ``FOR UPDATE SKIP LOCKED`` statement)."""
@@ -68,7 +69,7 @@ class InboxAdapter(Protocol):
         """Return every message whose lease ran out to ``queued``; how many."""
         ...
 
-    def journal(self, message_id: str) -> list[JournalEntry]:
+    def journal(self, message_id: str) -> builtins.list[JournalEntry]:
         """The message's status changes, in order."""
         ...
 

@@ -256,9 +256,9 @@ class InboxPoller:
             return  # the poll itself will notice and back off
         self._enabled = bool(stored.get("enabled", self.config.enabled))
         interval = float(stored.get("interval", self.config.interval))
-        if interval != self.session.context["poll_interval"]:
-            if not self.session.send("poll.interval", {"seconds": interval}).accepted:
-                self.session.context["poll_interval"] = interval
+        if interval != self.session.context["poll_interval"] and not self.session.send(
+                "poll.interval", {"seconds": interval}).accepted:
+            self.session.context["poll_interval"] = interval  # disabled: used when enabled
         if self._enabled and "disabled" in self.session.active:
             self.session.send("poll.on")
         elif not self._enabled and "enabled" in self.session.active:

@@ -140,7 +140,8 @@ class PostgresInbox:
             params = conninfo_to_dict(url)
         except psycopg.Error as exc:
             raise BadRequest(f"invalid PostgreSQL URL {self.url}: {exc}") from None
-        extra = {"application_name": "interlock-inbox", "connect_timeout": connect_timeout}
+        extra: dict[str, str | int] = {"application_name": "interlock-inbox",
+                                       "connect_timeout": connect_timeout}
         self._conninfo = make_conninfo(url, **{k: v for k, v in extra.items()
                                               if k not in params})
         self.statement_timeout = statement_timeout

@@ -6,13 +6,15 @@ request, 404 unknown message, 409 stale lease, 422 invalid transition, 503 store
 unavailable)::
 
     GET  /health                          {"ok": true}
-    POST /messages                        {type, from, body?, correlation_id?, payload_ref?} -> {id}
+    POST /messages                        {type, from, body?, correlation_id?,
+                                           payload_ref?} -> {id}
     GET  /messages?status=S&limit=N       [message, ...]
     GET  /messages/{id}                   message
     GET  /messages/{id}/journal           [entry, ...]
     POST /fetch                           {limit?} -> [message, ...]
     POST /messages/{id}/claim             {owner, lease_seconds?} -> {token, lease_until} | null
-    POST /claim                           {owner, lease_seconds?, limit?} -> [{message, token, lease_until}]
+    POST /claim                           {owner, lease_seconds?, limit?}
+                                          -> [{message, token, lease_until}, ...]
     POST /messages/{id}/status            {status, token?, reason?} -> message
     POST /reclaim                         {} -> {reclaimed: N}
     GET  /settings                        {enabled?, interval?}
@@ -76,8 +78,8 @@ def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...],
             raise BadRequest(f"field {key!r} is required")
         return default
     value = data[key]
-    if not isinstance(value, kind) or isinstance(value, bool) and bool not in (
-            kind if isinstance(kind, tuple) else (kind,)):
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in (
+            kind if isinstance(kind, tuple) else (kind,))):
         raise BadRequest(f"field {key!r} has the wrong type: {value!r}")
     return value
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from interlock.runtime.host.owners import default_owner
-from interlock.runtime.inbox.connect import connect
+from interlock.runtime.inbox.connection import connect
 from interlock.runtime.inbox.model import InboxUnavailable, StaleLease, Status
 
 BATCH = 32

@@ -15,7 +15,7 @@ from interlock.runtime.inbox.config import (
     load_poller_config,
     parse_store_url,
 )
-from interlock.runtime.inbox.connect import connect
+from interlock.runtime.inbox.connection import connect
 from interlock.runtime.inbox.http import HttpInbox
 from interlock.runtime.inbox.model import InboxUnavailable, InvalidTransition, Status
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from interlock.runtime.inbox.base import InboxAdapter
-from interlock.runtime.inbox.connect import connect
+from interlock.runtime.inbox.connection import connect
 from interlock.runtime.inbox.model import StaleLease, Status
 from interlock.runtime.inbox.postgres import PostgresInbox
 from interlock.runtime.inbox.sqlite import SqliteInbox

@@ -35,7 +35,7 @@ def open_store(store: StoreUrl, *, timeout: float = DEFAULT_TIMEOUT,
 
         assert store.base_url is not None
         return HttpInbox(store.base_url, timeout=timeout)
-    from arango import ArangoClient
+    from arango.client import ArangoClient
 
     from interlock.runtime.inbox.arango import ArangoInbox
 
