@@ -92,6 +92,18 @@ class InboxPoller:
         self._wake: asyncio.Event | None = None
         self.session: Session | None = None
 
+    @classmethod
+    def from_config(cls, config: PollerConfig, *, clock: Clock, is_idle: Callable[[], bool],
+                    deliver: Callable[[Message], None], root: Path | None = None,
+                    **options: Any) -> InboxPoller:
+        """A poller on the store ``config`` names (requests bounded by its
+        ``request_timeout``); ``options`` as for the constructor."""
+        from interlock.runtime.inbox.connection import connect
+
+        adapter = connect(config.store, timeout=config.request_timeout, root=root)
+        return cls(adapter, clock=clock, is_idle=is_idle, deliver=deliver, config=config,
+                   **options)
+
     # -- the machine ------------------------------------------------------------------
 
     def _compile(self) -> CompiledMachine:

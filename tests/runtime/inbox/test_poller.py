@@ -228,3 +228,19 @@ def test_run_delivers_on_the_system_clock(tmp_path: Path) -> None:
             await asyncio.wait_for(task, 10)
 
     assert asyncio.run(main()).type == "t"
+
+
+def test_from_config_opens_the_configured_store(tmp_path: Path) -> None:
+    config = PollerConfig(store="x/inbox.db", interval=1)
+    delivered: list[Message] = []
+    clock = ManualClock()
+    poller = InboxPoller.from_config(config, clock=clock, is_idle=lambda: True,
+                                     deliver=delivered.append, root=tmp_path)
+    message_id = api.post_message("t", "alice", store=str(tmp_path / "x" / "inbox.db"))
+    poller.start()
+    clock.advance(1)
+    poller.tick()
+    assert [m.id for m in delivered] == [message_id]
+    poller.stop()
+    assert poller.state == ("stopped",)
+    poller.adapter.close()
