@@ -3,7 +3,8 @@
 
 Odd slots (INBOX_SLOT=i/n) fetch queued messages and claim each, starting at their own
 place in the batch; even slots use ``claim_next``. Each marks its messages done with the
-lease token, until the file $INBOX_STOP_FILE exists, then prints
+lease token (starting once $INBOX_GO_FILE exists, after printing ``{"ready": owner}``),
+until the file $INBOX_STOP_FILE exists, then prints
 ``{"done": n, "lost": n, "stale": n}``. With ``--hold-after N``, after N
 messages done it claims one more, prints ``{"holding": id, "token": token}`` and waits
 (holding the lease) to be SIGKILLed.
@@ -31,6 +32,10 @@ def main(argv: list[str]) -> int:
     stop = Path(os.environ["INBOX_STOP_FILE"])
     owner = default_owner(tag)
     inbox = connect(url, timeout=30.0)
+    print(json.dumps({"ready": owner}), flush=True)
+    go = Path(os.environ.get("INBOX_GO_FILE", stop))
+    while not go.exists() and not stop.exists():  # all workers start together
+        time.sleep(0.005)
     slot, slots = (int(x) for x in os.environ.get("INBOX_SLOT", "0/1").split("/"))
     done = lost = stale = 0
     while not stop.exists():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -35,15 +36,30 @@ WORKERS = 8
 KILLED = 2
 LEASE = 2.0
 DEADLINE = 600.0 if FULL else 120.0
+READ_TIMEOUT = 60.0
 WORKER = TESTS / "support" / "inbox_worker.py"
 
 
 def _spawn(url: str, tag: str, stop: Path, *extra: str, slot: int = 0
            ) -> subprocess.Popen[str]:
     env = {**os.environ, "INBOX_STOP_FILE": str(stop), "PYTHONPATH": str(TESTS),
+           "INBOX_GO_FILE": str(stop.with_name("GO")),
            "INBOX_SLOT": f"{slot}/{WORKERS - KILLED}"}
     return subprocess.Popen([sys.executable, str(WORKER), url, tag, str(LEASE), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _read_line(proc: subprocess.Popen[str]) -> dict[str, object]:
+    """The next JSON line a worker prints (bounded wait)."""
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(READ_TIMEOUT):
+            raise AssertionError(f"a worker printed nothing for {READ_TIMEOUT} s")
+    line = proc.stdout.readline()
+    assert line, proc.stderr.read() if proc.stderr else "no output"
+    data: dict[str, object] = json.loads(line)
+    return data
 
 
 def _wait_done(store: InboxAdapter, workers: list[subprocess.Popen[str]]) -> None:
@@ -59,18 +75,18 @@ def _wait_done(store: InboxAdapter, workers: list[subprocess.Popen[str]]) -> Non
 def run_stress(url: str, verify: InboxAdapter, tmp_path: Path) -> None:
     ids = verify.post_many([("job", "stress", str(n)) for n in range(MESSAGES)])  # type: ignore[attr-defined]
     stop = tmp_path / "STOP"
-    hold_after = str(MESSAGES // 40)
+    hold_after = "2"  # victims die early, so that the queue is surely not drained yet
     victims = [_spawn(url, f"victim{n}", stop, "--hold-after", hold_after, slot=n)
                for n in range(KILLED)]
     workers = [_spawn(url, f"w{n}", stop, slot=KILLED + n) for n in range(WORKERS - KILLED)]
     held: list[tuple[str, str]] = []
     try:
+        for proc in victims + workers:
+            assert "ready" in _read_line(proc)
+        stop.with_name("GO").touch()
         for victim in victims:  # each dies mid-run, holding a live lease
-            assert victim.stdout is not None
-            line = victim.stdout.readline()
-            assert line, victim.stderr.read() if victim.stderr else "no output"
-            data = json.loads(line)
-            held.append((data["holding"], data["token"]))
+            data = _read_line(victim)
+            held.append((str(data["holding"]), str(data["token"])))
             victim.send_signal(signal.SIGKILL)
             victim.wait(timeout=30)
         _wait_done(verify, workers)
