@@ -12,14 +12,33 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import uvicorn
 
+from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.inbox.base import InboxAdapter
 from interlock.runtime.inbox.server import bind, create_app
 
 START_TIMEOUT = 20.0
+
+
+@dataclass
+class Backend:
+    """One store under test, and the clock its adapter reads."""
+
+    name: str
+    inbox: InboxAdapter
+    clock: ManualClock
+
+
+def empty_pg(url: str) -> None:
+    """Empty the inbox tables of the schema ``url`` points at (if they exist yet)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('inbox_messages')").fetchone() != (None,):
+            conn.execute("TRUNCATE inbox_messages, inbox_journal, inbox_settings")
 
 
 @contextmanager

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -19,18 +18,11 @@ from interlock.runtime.inbox.postgres import PostgresInbox
 from interlock.runtime.inbox.sqlite import SqliteInbox
 
 from support.fake_arango import FakeArangoDatabase
-from support.inbox_helpers import server_thread
+from support.inbox_helpers import Backend, empty_pg, server_thread
 from support.store_fixtures import require_pg
 from support.store_helpers import with_params
 
 BACKENDS = ["sqlite", "postgres", "http", "arango-fake"]
-
-
-@dataclass
-class Backend:
-    name: str
-    inbox: InboxAdapter
-    clock: ManualClock
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +35,6 @@ def inbox_pg_url() -> Iterator[str]:
     yield with_params(base, options=f"-c search_path={schema}")
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
-
-
-def empty_pg(url: str) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
-        if conn.execute("SELECT to_regclass('inbox_messages')").fetchone() != (None,):
-            conn.execute("TRUNCATE inbox_messages, inbox_journal, inbox_settings")
 
 
 @pytest.fixture(params=BACKENDS)

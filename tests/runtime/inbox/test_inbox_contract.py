@@ -16,7 +16,7 @@ from interlock.runtime.inbox.model import (
     UnknownMessage,
 )
 
-from conftest import Backend
+from support.inbox_helpers import Backend
 
 LEASE = 5.0
 

@@ -26,8 +26,7 @@ from interlock.runtime.inbox.model import StaleLease, Status
 from interlock.runtime.inbox.postgres import PostgresInbox
 from interlock.runtime.inbox.sqlite import SqliteInbox
 
-from conftest import empty_pg
-from support.inbox_helpers import server_process
+from support.inbox_helpers import empty_pg, server_process
 from support.paths import TESTS
 
 FULL = os.environ.get("INTERLOCK_STRESS", "") == "full"
