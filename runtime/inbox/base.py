@@ -54,9 +54,10 @@ class InboxAdapter(Protocol):
 
     def claim_next(self, owner: str, lease_seconds: float = DEFAULT_LEASE,
                    limit: int = 1) -> builtins.list[Claim]:
-        """Fetch and claim in one step: up to ``limit`` fetchable messages, oldest first,
-        skipping any another worker is claiming at this moment (the worker loop's call;
-        PostgreSQL: one ``FOR UPDATE SKIP LOCKED`` statement)."""
+        """Fetch and claim in one step: up to ``limit`` fetchable messages, those whose
+        lease expired first, then the oldest queued ones, skipping any another worker is
+        claiming at this moment (the worker loop's call; PostgreSQL: one ``FOR UPDATE
+        SKIP LOCKED`` statement)."""
         ...
 
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,

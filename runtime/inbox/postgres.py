@@ -66,10 +66,13 @@ SCHEMA = (
         lease_until DOUBLE PRECISION,
         lease_token TEXT,
         owner TEXT,
+        prev_status TEXT,
         created_at DOUBLE PRECISION NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL
     )""",
-    "CREATE INDEX IF NOT EXISTS inbox_messages_by_status ON inbox_messages (status, created_at)",
+    "CREATE INDEX IF NOT EXISTS inbox_messages_queue ON inbox_messages (status, created_at, id)",
+    """CREATE INDEX IF NOT EXISTS inbox_messages_leases ON inbox_messages (lease_until)
+       WHERE status IN ('in_progress', 'acked')""",
     """CREATE TABLE IF NOT EXISTS inbox_journal (
         n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         message_id TEXT NOT NULL,
@@ -95,34 +98,34 @@ UPDATE inbox_messages SET status = 'in_progress', lease_token = %(token)s,
              FOR UPDATE SKIP LOCKED)
 RETURNING id"""
 
-_CLAIM_NEXT = f"""
-WITH picked AS (
-    SELECT id FROM inbox_messages WHERE {_FETCHABLE}
-     ORDER BY created_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
-)
+# claim_next: the oldest queued messages in index order, or messages whose lease ran out
+# (the partial index finds them); each skips rows another worker is locking right now.
+_TAKE = f"""
 UPDATE inbox_messages m SET status = 'in_progress',
        lease_token = replace(gen_random_uuid()::text, '-', ''),
        lease_until = %(until)s, owner = %(owner)s, updated_at = %(now)s
-  FROM picked WHERE m.id = picked.id
+ WHERE m.id IN (SELECT id FROM inbox_messages WHERE {{where}}
+                 ORDER BY {{order}} LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
 RETURNING {", ".join("m." + c.strip() for c in COLUMNS.split(","))}, m.lease_token"""
+_TAKE_QUEUED = _TAKE.format(where="status = 'queued'", order="status, created_at, id")
+_TAKE_EXPIRED = _TAKE.format(where="status IN (%(l1)s, %(l2)s) AND lease_until <= %(now)s",
+                             order="lease_until")
+EXPIRED_CHECK = 1.0  # claim_next looks for expired leases first at most this often
 
-# One round trip on the happy path: lock, check token and move, update, journal.
+# One statement on the happy path: the WHERE clause checks the token and the move (and
+# is re-checked on the newest row version after a wait), prev_status keeps the old
+# status for the journal entry written alongside.
 _UPDATE = f"""
-WITH cur AS (
-    SELECT id, status, owner FROM inbox_messages
-     WHERE id = %(id)s AND lease_token IS NOT DISTINCT FROM COALESCE(%(token)s, lease_token)
-       AND status = ANY(%(from)s)
-       FOR UPDATE
-), upd AS (
-    UPDATE inbox_messages m SET status = %(new)s, updated_at = %(now)s,
-           lease_until = CASE WHEN %(keep)s THEN m.lease_until END
-      FROM cur WHERE m.id = cur.id
-    RETURNING {", ".join("m." + c.strip() for c in COLUMNS.split(","))}, cur.status AS before,
-              cur.owner AS holder
+WITH upd AS (
+    UPDATE inbox_messages SET prev_status = status, status = %(new)s, updated_at = %(now)s,
+           lease_until = CASE WHEN %(keep)s THEN lease_until END
+     WHERE id = %(id)s AND status = ANY(%(from)s)
+       AND lease_token IS NOT DISTINCT FROM COALESCE(%(token)s, lease_token)
+    RETURNING {COLUMNS}, prev_status
 ), j AS (
     INSERT INTO inbox_journal ({JOURNAL_COLUMNS})
-    SELECT id, %(now)s, before, %(new)s,
-           CASE WHEN %(token)s::text IS NULL OR holder IS NULL THEN %(operator)s ELSE holder END,
+    SELECT id, %(now)s, prev_status, %(new)s,
+           CASE WHEN %(token)s::text IS NULL OR owner IS NULL THEN %(operator)s ELSE owner END,
            %(reason)s
       FROM upd
 )
@@ -148,6 +151,7 @@ class PostgresInbox:
         self.clock = clock or SystemClock()
         self._lock = threading.RLock()
         self._conn: Conn | None = None
+        self._expired_checked = float("-inf")
         self._run(self._create_schema)
 
     def __repr__(self) -> str:
@@ -266,14 +270,31 @@ class PostgresInbox:
 
     def claim_next(self, owner: str, lease_seconds: float = DEFAULT_LEASE,
                    limit: int = 1) -> builtins.list[Claim]:
+        """Queued messages in one ``SKIP LOCKED`` statement, like a bare worker loop.
+        Expired leases are taken first when they were last looked for over
+        EXPIRED_CHECK seconds ago, and whenever too few messages are queued."""
         check_limit(limit)
         now = self.clock.now()
         until = now + check_lease(lease_seconds)
-        params = {"limit": limit, "until": until, "owner": owner, "now": now,
-                  "l1": LEASED_NAMES[0], "l2": LEASED_NAMES[1]}
-        rows = self._run(lambda conn: conn.execute(_CLAIM_NEXT, params).fetchall())
-        claims = [Claim(message_from(r), Lease(r[11], until)) for r in rows]
-        return sorted(claims, key=lambda c: (c.message.created_at, c.message.id))
+        params: dict[str, Any] = {"limit": limit, "until": until, "owner": owner, "now": now,
+                                  "l1": LEASED_NAMES[0], "l2": LEASED_NAMES[1]}
+        order = [_TAKE_QUEUED, _TAKE_EXPIRED]
+        if now - self._expired_checked >= EXPIRED_CHECK:
+            order.reverse()
+
+        def body(conn: Conn) -> builtins.list[tuple[Any, ...]]:
+            rows: builtins.list[tuple[Any, ...]] = []
+            for statement in order:
+                if statement is _TAKE_EXPIRED:
+                    self._expired_checked = now
+                taken = conn.execute(statement, {**params, "limit": limit - len(rows)}
+                                     ).fetchall()
+                rows += sorted(taken, key=lambda r: (r[9], r[0]))  # RETURNING has no order
+                if len(rows) >= limit:
+                    break
+            return rows
+
+        return [Claim(message_from(r), Lease(r[11], until)) for r in self._run(body)]
 
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,
                       reason: str | None = None) -> Message:

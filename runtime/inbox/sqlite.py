@@ -61,7 +61,7 @@ SCHEMA = (
         created_at REAL NOT NULL,
         updated_at REAL NOT NULL
     )""",
-    "CREATE INDEX IF NOT EXISTS inbox_messages_by_status ON inbox_messages (status, created_at)",
+    "CREATE INDEX IF NOT EXISTS inbox_messages_queue ON inbox_messages (status, created_at, id)",
     """CREATE TABLE IF NOT EXISTS inbox_journal (
         n INTEGER PRIMARY KEY AUTOINCREMENT,
         message_id TEXT NOT NULL,
@@ -203,7 +203,8 @@ class SqliteInbox:
             now = self.clock.now()
             rows = conn.execute(
                 f"SELECT {COLUMNS} FROM inbox_messages WHERE status = 'queued' OR "
-                "(status IN (?, ?) AND lease_until <= ?) ORDER BY created_at, id LIMIT ?",
+                "(status IN (?, ?) AND lease_until <= ?) "
+                "ORDER BY status = 'queued', created_at, id LIMIT ?",
                 (*LEASED_NAMES, now, limit)).fetchall()
             for row in rows:
                 lease = Lease(new_token(), now + seconds)
