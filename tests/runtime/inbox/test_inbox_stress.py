@@ -100,9 +100,10 @@ def run_stress(url: str, verify: InboxAdapter, tmp_path: Path) -> None:
     for out, err in outputs:
         assert out.strip(), err
         totals.update(json.loads(out.strip().splitlines()[-1]))
-    # A worker slower than its lease (a loaded machine) gets StaleLease, and the message
-    # is done by the worker that took it over: refused, counted, never applied twice.
-    assert totals["done"] + totals["stale"] >= totals["done"] and totals["done"] <= MESSAGES
+    # A worker slower than its lease (a loaded machine) gets StaleLease and the worker
+    # that took the message over finishes it: the journal check below shows that no
+    # refused update was applied. Accepted dones never exceed the messages.
+    assert totals["done"] <= MESSAGES
     done = verify.list(Status.DONE, limit=MESSAGES + 1)
     assert sorted(m.id for m in done) == sorted(ids)  # none lost, none extra
     for message_id, token in held:  # the killed workers' leases were taken over
