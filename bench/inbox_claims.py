@@ -9,8 +9,9 @@
 * sqlite: the SqliteInbox adapter the same way, on one file.
 
 Each row is messages claimed and finished per second over all workers, from the moment
-they are all ready to the last one done. The PostgreSQL cluster is the throwaway test
-cluster. Run: ``bash scripts/with_pg.sh .venv/bin/python bench/inbox_claims.py``
+they are all ready to the last one done; the PostgreSQL rows are medians of several
+rounds in which bare and adapter take turns going first. The PostgreSQL cluster is the
+throwaway test cluster. Run: ``bash scripts/with_pg.sh .venv/bin/python bench/inbox_claims.py``
 (without INTERLOCK_TEST_PG_URL the PostgreSQL rows are skipped).
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import statistics
 import tempfile
 import time
 import uuid
@@ -102,27 +104,30 @@ def check_drained(store: PostgresInbox | SqliteInbox, n: int) -> None:
         raise SystemExit(f"expected {n} messages done, found {done}")
 
 
-def pg_rows(base: str, n: int, workers: int) -> list[tuple[str, float]]:
+def pg_rows(base: str, n: int, workers: int, rounds: int) -> list[tuple[str, float]]:
+    """Median rates over ``rounds`` rounds; bare and adapter alternate who goes first,
+    so a change in the machine's load hits both alike."""
     schema = f"bench_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     url = f"{base}{'&' if '?' in base else '?'}options=-c%20search_path%3D{schema}"
-    rows = []
+    modes = [("bare SKIP LOCKED", bare_worker), ("postgresql adapter", adapter_worker)]
+    rates: dict[str, list[float]] = {name: [] for name, _ in modes}
     try:
         store = PostgresInbox(url)
-        for name, worker in (("bare SKIP LOCKED", bare_worker),
-                             ("postgresql adapter", adapter_worker)):
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute("TRUNCATE inbox_messages, inbox_journal")
-            fill(store, n)
-            seconds = measure(worker, url, workers)
-            check_drained(store, n)
-            rows.append((name, n / seconds))
+        for r in range(rounds):
+            for name, worker in modes if r % 2 == 0 else modes[::-1]:
+                with psycopg.connect(url, autocommit=True) as conn:
+                    conn.execute("TRUNCATE inbox_messages, inbox_journal")
+                fill(store, n)
+                seconds = measure(worker, url, workers)
+                check_drained(store, n)
+                rates[name].append(n / seconds)
         store.close()
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
-    return rows
+    return [(name, statistics.median(rates[name])) for name, _ in modes]
 
 
 def sqlite_row(n: int, workers: int) -> tuple[str, float]:
@@ -140,15 +145,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--messages", type=int, default=4000)
     parser.add_argument("-w", "--workers", type=int, default=8)
+    parser.add_argument("-r", "--rounds", type=int, default=3,
+                        help="PostgreSQL rounds (medians are reported)")
     args = parser.parse_args()
     rows: list[tuple[str, float]] = []
     base = os.environ.get("INTERLOCK_TEST_PG_URL", "")
     if base:
-        rows.extend(pg_rows(base, args.messages, args.workers))
+        rows.extend(pg_rows(base, args.messages, args.workers, args.rounds))
     else:
         print("INTERLOCK_TEST_PG_URL is not set: PostgreSQL rows skipped")
     rows.append(sqlite_row(args.messages, args.workers))
-    print(f"{args.messages} messages, {args.workers} workers ({os.cpu_count()} CPUs)")
+    print(f"{args.messages} messages, {args.workers} workers ({os.cpu_count()} CPUs), "
+          f"PostgreSQL: median of {args.rounds} rounds")
     for name, rate in rows:
         print(f"  {name:22} {rate:9.0f} claims/s")
     if base:
