@@ -1,0 +1,160 @@
+"""Cassettes: a real demo agent run is recorded, then replayed by the replayer process
+through the real dispatcher to the same result and the same files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from interlock.runtime.agents.adapters import agent_command, polling_for
+from interlock.runtime.agents.cassette import (
+    CassetteError,
+    CassetteMismatch,
+    CassettePlayer,
+    CassetteRecorder,
+    read_cassette,
+)
+from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.dispatch import AgentCommand, Dispatch, DispatchResult
+from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.ralph.config import RalphConfig, RetryPolicy
+from interlock.runtime.ralph.invocation import invoke
+
+EXECUTOR = AgentConfig.model_validate({"cli": "demo", "role": "executor", "delay": 0.05})
+
+
+def _prompt(root: Path) -> str:
+    return (f"Task: T1 write the parser\nWorkdir: {root / 'work'}\n"
+            f"Knowledge: {root / 'knowledge'}\nRequest: parse the file\n")
+
+
+async def _run(runner: CassetteRecorder | CassettePlayer, command: AgentCommand,
+               polling: PollingConfiguration) -> DispatchResult:
+    return await runner(Dispatch(command, polling))
+
+
+def _files(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_record_then_replay_gives_the_same_result_and_files(tmp_path: Path) -> None:
+    recorded_root, replayed_root = tmp_path / "rec", tmp_path / "play"
+    recorded_root.mkdir()
+    replayed_root.mkdir()
+    cassette = tmp_path / "run.cassette.jsonl"
+    polling = polling_for(EXECUTOR)
+
+    # the same prompt text in both runs: the folders are named relative to a fixed root
+    prompt = _prompt(Path("/fixed-root"))
+    command = agent_command(EXECUTOR.model_copy(update={"cwd": str(recorded_root)}),
+                            prompt.replace("/fixed-root", "."), name="executor")
+    recorded = asyncio.run(_run(CassetteRecorder(cassette, root=recorded_root), command,
+                                polling))
+    assert recorded.polling.success
+    written = _files(recorded_root)
+    assert written, "the demo executor writes its task file"
+
+    records = read_cassette(cassette)
+    assert [r.seq for r in records] == [1]
+    record = records[0]
+    assert record.name == "executor" and record.chunks
+    assert [c.at for c in record.chunks] == sorted(c.at for c in record.chunks)
+    assert {f.path for f in record.files} == set(written)
+
+    player = CassettePlayer(cassette, root=replayed_root, speed=4.0)
+    replay_command = agent_command(EXECUTOR.model_copy(update={"cwd": str(replayed_root)}),
+                                   prompt.replace("/fixed-root", "."), name="executor")
+    replayed = asyncio.run(_run(player, replay_command, polling))
+    for field in ("success", "stdout", "exit_code", "status", "completion_method",
+                  "verdict"):
+        assert getattr(replayed.polling, field) == getattr(recorded.polling, field), field
+    assert replayed.argv[1:3] == ("-m", "interlock.runtime.agents.replay")
+    assert _files(replayed_root) == written
+
+
+def test_a_different_prompt_is_refused_clearly(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    command = AgentCommand((sys.executable, "-c", "print('v: ok')"), prompt="first",
+                           name="reviewer")
+    polling = PollingConfiguration.model_validate({"minOutputLength": 0})
+    asyncio.run(_run(CassetteRecorder(cassette), command, polling))
+    player = CassettePlayer(cassette)
+    other = AgentCommand(command.argv, prompt="second", name="reviewer")
+    with pytest.raises(CassetteMismatch, match=r"invocation 1 \(reviewer\): the prompt "
+                       r"differs from the recorded one"):
+        player.command(other)
+    assert player.command(command).argv[3:5] == (str(cassette.resolve()), "1")
+    with pytest.raises(CassetteMismatch, match=r"invocation 2 \(reviewer\) is not recorded: "
+                       r"the cassette holds 1 invocation"):
+        player.command(command)
+
+
+def test_retries_and_failures_replay_too(tmp_path: Path) -> None:
+    """A transient failure then a success: both attempts are recorded, and the replay
+    retries exactly as the recorded run did, with the recorded exit codes."""
+    script = tmp_path / "flaky.py"
+    script.write_text(
+        "import pathlib, sys\nc = pathlib.Path(sys.argv[1])\n"
+        "n = int(c.read_text()) + 1 if c.exists() else 1\nc.write_text(str(n))\n"
+        "if n == 1:\n    print('No messages returned', file=sys.stderr); sys.exit(1)\n"
+        "print('v: done')\n")
+    command = AgentCommand((sys.executable, str(script), str(tmp_path / "n")), prompt="go",
+                           name="executor")
+    polling = PollingConfiguration.model_validate({"minOutputLength": 0})
+    config = RalphConfig(retry=RetryPolicy(output_patterns=("No messages",), attempts=3))
+
+    async def no_wait(seconds: float) -> None:
+        return None
+
+    cassette = tmp_path / "c.jsonl"
+    first = asyncio.run(invoke(command, polling, config, runner=CassetteRecorder(cassette),
+                               sleep=no_wait))
+    again = asyncio.run(invoke(command, polling, config, runner=CassettePlayer(cassette,
+                               speed=10), sleep=no_wait))
+    assert [a.result.polling.exit_code for a in again.attempts] == [
+        a.result.polling.exit_code for a in first.attempts] == [1, 0]
+    assert again.result.polling.stdout == first.result.polling.stdout == "v: done\n"
+    assert "No messages returned" in again.attempts[0].result.polling.stderr
+
+
+def test_a_stopped_agent_lingers_in_replay_until_stopped(tmp_path: Path) -> None:
+    """An agent stopped by the dispatcher after its answer (no exit code) is replayed by a
+    process that also never exits by itself: the dispatcher ends it the same way."""
+    cassette = tmp_path / "c.jsonl"
+    linger = "import time; print('v: ok\\n...', flush=True); time.sleep(300)"
+    command = AgentCommand((sys.executable, "-c", linger), name="reviewer")
+    polling = PollingConfiguration.model_validate({"minOutputLength": 0})
+    recorded = asyncio.run(_run(CassetteRecorder(cassette), command, polling))
+    replayed = asyncio.run(_run(CassettePlayer(cassette), command, polling))
+    assert recorded.polling.exit_code is None and recorded.polling.success
+    assert (replayed.polling.exit_code, replayed.polling.completion_method,
+            replayed.polling.stdout) == (None, recorded.polling.completion_method,
+                                         recorded.polling.stdout)
+
+
+def test_bad_cassettes_name_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"version": 1, "seq": 1}) + "\n")
+    with pytest.raises(CassetteError, match=r"bad.jsonl:1: not a cassette record: missing"):
+        read_cassette(bad)
+    bad.write_text("{not json\n")
+    with pytest.raises(CassetteError, match=r"bad.jsonl:1: not a cassette record"):
+        read_cassette(bad)
+    with pytest.raises(CassetteError, match="cannot read the cassette"):
+        read_cassette(tmp_path / "absent.jsonl")
+
+
+def test_non_utf8_output_round_trips(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    raw = "import sys; sys.stdout.buffer.write(b'v: ok\\n# \\xff\\xfe\\n'); sys.stdout.flush()"
+    command = AgentCommand((sys.executable, "-c", raw), name="x")
+    polling = PollingConfiguration.model_validate({"minOutputLength": 0})
+    asyncio.run(_run(CassetteRecorder(cassette), command, polling))
+    record = read_cassette(cassette)[0]
+    assert b"".join(c.data for c in record.chunks if c.stream == "stdout") == (
+        b"v: ok\n# \xff\xfe\n")
