@@ -218,3 +218,48 @@ def backoff_schedule(policy: RetryPolicy, rng: Random | None = None) -> list[flo
     """The waits between the ``policy.attempts`` tries (one fewer than the tries)."""
     return [backoff_delay(n, policy, rng) for n in range(1, policy.attempts)]
 
+
+
+class SessionLimits:
+    """The limits of one session as the engine tracks them: call :meth:`invocation_done`
+    after each agent invocation (with the progress digest and its cost),
+    :meth:`iteration_done` after each iteration, and :meth:`check` before the next
+    invocation. :meth:`to_json`/:meth:`from_json` keep the counts across a resume (in
+    metadata.yaml)."""
+
+    def __init__(self, config: RalphConfig, started_at: float, *, iterations_done: int = 0,
+                 cost_usd: float = 0.0, digest: str | None = None,
+                 without_progress: int = 0) -> None:
+        self.config = config
+        self.started_at = started_at
+        self.iterations_done = iterations_done
+        self.cost_usd = cost_usd
+        self.watch = ProgressWatch(digest, count=without_progress)
+
+    def invocation_done(self, digest: str, cost_usd: float | None = None) -> int:
+        """Record one invocation; returns invocations in a row without progress."""
+        self.cost_usd += cost_usd or 0.0
+        return self.watch.observe(digest)
+
+    def iteration_done(self) -> None:
+        self.iterations_done += 1
+
+    def snapshot(self) -> ProgressSnapshot:
+        return ProgressSnapshot(self.iterations_done, self.started_at, self.cost_usd,
+                                self.watch.count)
+
+    def check(self, now: float) -> StopReason | None:
+        return check(self.snapshot(), self.config, now)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"started_at": self.started_at, "iterations_done": self.iterations_done,
+                "cost_usd": self.cost_usd, "progress_digest": self.watch.digest,
+                "invocations_without_progress": self.watch.count}
+
+    @classmethod
+    def from_json(cls, config: RalphConfig, data: dict[str, Any]) -> SessionLimits:
+        return cls(config, float(data["started_at"]),
+                   iterations_done=int(data.get("iterations_done", 0)),
+                   cost_usd=float(data.get("cost_usd", 0.0)),
+                   digest=data.get("progress_digest"),
+                   without_progress=int(data.get("invocations_without_progress", 0)))

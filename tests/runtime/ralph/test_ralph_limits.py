@@ -17,6 +17,7 @@ from interlock.runtime.ralph.config import RalphConfig, RetryPolicy
 from interlock.runtime.ralph.limits import (
     ProgressSnapshot,
     ProgressWatch,
+    SessionLimits,
     StopReason,
     backoff_ceiling,
     backoff_delay,
@@ -147,3 +148,18 @@ def test_backoff_is_capped_exponential_with_full_jitter() -> None:
 def test_docstring_examples() -> None:
     result = doctest.testmod(limits_module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_session_limits_track_and_survive_a_resume() -> None:
+    clock = ManualClock()
+    config = RalphConfig(max_cost=1.0, no_progress_limit=2)
+    limits = SessionLimits(config, clock.now(), digest="d0")
+    assert limits.invocation_done("d0", 0.25) == 1
+    limits.iteration_done()
+    saved = limits.to_json()
+    resumed = SessionLimits.from_json(config, saved)
+    assert resumed.snapshot() == limits.snapshot() == ProgressSnapshot(1, clock.now(), 0.25, 1)
+    assert resumed.check(clock.now()) is None
+    resumed.invocation_done("d0", 0.8)
+    reason = resumed.check(clock.now())
+    assert reason is not None and reason.kind == "max_cost"
