@@ -43,6 +43,9 @@ REPLAY_MODULE = "interlock.runtime.agents.replay"
 SKIPPED_DIRS = frozenset({".git", ".hg", ".interlock", ".venv", "__pycache__",
                           "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
 MAX_FILE_BYTES = 4 << 20  # a bigger file written by an agent is not recorded
+#: Stands for the recorded folder in prompts, output and files, so a cassette recorded in
+#: one folder replays in another.
+ROOT_PLACEHOLDER = "{{interlock.root}}"
 
 
 class CassetteError(Exception):
@@ -53,10 +56,25 @@ class CassetteMismatch(CassetteError):
     """The invocation being replayed is not the one the cassette recorded next."""
 
 
-def prompt_digest(command: AgentCommand) -> str:
-    """SHA-256 of the prompt (stdin), or of the argv after the program when there is none."""
+def portable(data: bytes, root: Path | None) -> bytes:
+    """``data`` with every occurrence of the folder ``root`` written as the placeholder."""
+    if root is None:
+        return data
+    return data.replace(str(root).encode(), ROOT_PLACEHOLDER.encode())
+
+
+def localized(data: bytes, root: Path | None) -> bytes:
+    """The reverse of :func:`portable`: the placeholder becomes the folder ``root``."""
+    if root is None:
+        return data
+    return data.replace(ROOT_PLACEHOLDER.encode(), str(root).encode())
+
+
+def prompt_digest(command: AgentCommand, root: Path | None = None) -> str:
+    """SHA-256 of the prompt (stdin), or of the argv after the program when there is none,
+    with the folder ``root`` written as the placeholder."""
     text = command.prompt if command.prompt is not None else "\0".join(command.argv[1:])
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    return hashlib.sha256(portable(text.encode("utf-8", "surrogateescape"), root)).hexdigest()
 
 
 def _encode(data: bytes) -> dict[str, str]:
@@ -151,7 +169,8 @@ class InvocationRecord:
 
 
 def read_cassette(path: Path | str) -> list[InvocationRecord]:
-    """Every record of the cassette at ``path``, in order. Raises :class:`CassetteError`
+    """Every record of the cassette at ``path``, in ``seq`` order (parallel invocations
+    are written as they end, numbered as they started). Raises :class:`CassetteError`
     naming ``FILE:LINE`` for a line that is not a record."""
     file = Path(path)
     try:
@@ -170,10 +189,10 @@ def read_cassette(path: Path | str) -> list[InvocationRecord]:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise CassetteError(f"{file}:{number}: not a cassette record: {reason}") from None
-        if record.seq != len(records) + 1:
-            raise CassetteError(f"{file}:{number}: expected invocation {len(records) + 1}, "
-                                f"found {record.seq}")
         records.append(record)
+    records.sort(key=lambda r: r.seq)
+    if [r.seq for r in records] != list(range(1, len(records) + 1)):
+        raise CassetteError(f"{file}: the invocations are not numbered 1 to {len(records)}")
     return records
 
 
@@ -208,7 +227,7 @@ def changed_files(root: Path, before: Mapping[str, tuple[int, int]]) -> list[Fil
         if before.get(name) == after[name] or after[name][0] > MAX_FILE_BYTES:
             continue
         try:
-            changes.append(FileChange(name, (root / name).read_bytes()))
+            changes.append(FileChange(name, portable((root / name).read_bytes(), root)))
         except OSError:
             continue
     changes += [FileChange(name, None) for name in sorted(set(before) - set(after))]
@@ -216,14 +235,14 @@ def changed_files(root: Path, before: Mapping[str, tuple[int, int]]) -> list[Fil
 
 
 def apply_changes(root: Path, changes: Sequence[FileChange]) -> None:
-    """Write (or delete) recorded files under ``root``."""
+    """Write (or delete) recorded files under ``root`` (the placeholder becomes ``root``)."""
     for change in changes:
         target = root / change.path
         if change.data is None:
             target.unlink(missing_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(change.data)
+        target.write_bytes(localized(change.data, root))
 
 
 # ---------------------------------------------------------------------------------------
@@ -250,36 +269,36 @@ class CassetteRecorder:
     def __init__(self, path: Path | str, *, root: Path | str | None = None,
                  append: bool = False) -> None:
         self.path = Path(path)
-        self.root = None if root is None else Path(root)
+        self.root = None if root is None else Path(root).resolve()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if append and self.path.exists():
             self.seq = len(read_cassette(self.path))
         else:
             self.path.write_text("", encoding="utf-8")
             self.seq = 0
-        self._lock = asyncio.Lock()
 
     async def __call__(self, dispatch: Dispatch) -> DispatchResult:
         tap = _Tap(dispatch.config.output_memory_cap, dispatch.spill_dir)
         dispatch.buffer = tap
+        self.seq += 1
+        seq = self.seq  # numbered as they start: parallel reviewers replay in that order
         before = folder_state(self.root) if self.root is not None else None
         loop = asyncio.get_running_loop()
         start = loop.time()
         result = await dispatch.run()
         files = (changed_files(self.root, before)
                  if self.root is not None and before is not None else [])
-        async with self._lock:  # parallel reviewers: records keep the order they ended in
-            self.seq += 1
-            record = InvocationRecord(
-                seq=self.seq, name=dispatch.command.name,
-                prompt_sha256=prompt_digest(dispatch.command), argv=dispatch.command.argv,
-                chunks=tuple(Chunk(c.stream, max(0.0, c.at - start), c.data)
-                             for c in tap.tape),
-                exit_code=result.polling.exit_code, ended_at=result.polling.elapsed_time,
-                status=result.polling.status,
-                completion_method=result.polling.completion_method, files=tuple(files))
-            with self.path.open("a", encoding="utf-8") as out:
-                out.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+        record = InvocationRecord(
+            seq=seq, name=dispatch.command.name,
+            prompt_sha256=prompt_digest(dispatch.command, self.root),
+            argv=dispatch.command.argv,
+            chunks=tuple(Chunk(c.stream, max(0.0, c.at - start),
+                               portable(c.data, self.root)) for c in tap.tape),
+            exit_code=result.polling.exit_code, ended_at=result.polling.elapsed_time,
+            status=result.polling.status,
+            completion_method=result.polling.completion_method, files=tuple(files))
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
         return result
 
 
@@ -311,7 +330,7 @@ class CassettePlayer:
             raise CassetteMismatch(f"{self.path}: {label} is not recorded: the cassette "
                                    f"holds {len(self.records)} invocation(s)")
         record = self.records[seq - 1]
-        digest = prompt_digest(command)
+        digest = prompt_digest(command, self.root)
         if digest != record.prompt_sha256:
             raise CassetteMismatch(
                 f"{self.path}: {label}: the prompt differs from the recorded one "
@@ -337,3 +356,22 @@ class CassettePlayer:
     async def __call__(self, dispatch: Dispatch) -> DispatchResult:
         dispatch.command = self.command(dispatch.command)
         return await dispatch.run()
+
+    @property
+    def unplayed(self) -> int:
+        """Records not replayed yet (a replayed session that ends early leaves some)."""
+        return len(self.records) - self.seq
+
+
+def cassette_runner(*, record: Path | str | None = None, replay: Path | str | None = None,
+                    root: Path | str | None = None, speed: float = 1.0
+                    ) -> CassetteRecorder | CassettePlayer | None:
+    """The runner for ``--record FILE`` or ``--replay FILE`` (None: neither given).
+    Raises ValueError when both are given, :class:`CassetteError` for a bad cassette."""
+    if record is not None and replay is not None:
+        raise ValueError("--record and --replay cannot be used together")
+    if record is not None:
+        return CassetteRecorder(record, root=root)
+    if replay is not None:
+        return CassettePlayer(replay, root=root, speed=speed)
+    return None

@@ -1,7 +1,8 @@
 """The replayer: plays one recorded invocation of a cassette as a process.
 
 ``python -m interlock.runtime.agents.replay CASSETTE SEQ [--speed X] [--root DIR]``
-reads its stdin to the end (the prompt), writes the recorded files under ``--root``,
+reads its stdin to the end (the prompt), writes the recorded files under ``--root``
+(the recorded folder's placeholder in files and output becomes ``--root``),
 prints the recorded stdout and stderr chunks at their recorded offsets (divided by
 ``--speed``), then waits until the recorded end and exits with the recorded code, or,
 when the agent had been stopped by the dispatcher (no exit code), lingers until it is
@@ -22,6 +23,7 @@ from interlock.runtime.agents.cassette import (
     CassetteError,
     InvocationRecord,
     apply_changes,
+    localized,
     read_cassette,
 )
 
@@ -41,7 +43,7 @@ def play(record: InvocationRecord, *, speed: float = 1.0, root: Path | None = No
         wait = start + chunk.at / speed - clock()
         if wait > 0:
             sleep(wait)
-        view = memoryview(chunk.data)
+        view = memoryview(localized(chunk.data, root))
         while view:
             written = os.write(fds[chunk.stream], view)
             view = view[written:]

@@ -49,10 +49,7 @@ def test_record_then_replay_gives_the_same_result_and_files(tmp_path: Path) -> N
     cassette = tmp_path / "run.cassette.jsonl"
     polling = polling_for(EXECUTOR)
 
-    # the same prompt text in both runs: the folders are named relative to a fixed root
-    prompt = _prompt(Path("/fixed-root"))
-    command = agent_command(EXECUTOR.model_copy(update={"cwd": str(recorded_root)}),
-                            prompt.replace("/fixed-root", "."), name="executor")
+    command = agent_command(EXECUTOR, _prompt(recorded_root), name="executor")
     recorded = asyncio.run(_run(CassetteRecorder(cassette, root=recorded_root), command,
                                 polling))
     assert recorded.polling.success
@@ -67,14 +64,18 @@ def test_record_then_replay_gives_the_same_result_and_files(tmp_path: Path) -> N
     assert {f.path for f in record.files} == set(written)
 
     player = CassettePlayer(cassette, root=replayed_root, speed=4.0)
-    replay_command = agent_command(EXECUTOR.model_copy(update={"cwd": str(replayed_root)}),
-                                   prompt.replace("/fixed-root", "."), name="executor")
+    # the prompt names the other folder: the recorded folder is a placeholder in the digest
+    replay_command = agent_command(EXECUTOR, _prompt(replayed_root), name="executor")
     replayed = asyncio.run(_run(player, replay_command, polling))
-    for field in ("success", "stdout", "exit_code", "status", "completion_method",
-                  "verdict"):
+    for field in ("success", "exit_code", "status", "completion_method", "verdict"):
         assert getattr(replayed.polling, field) == getattr(recorded.polling, field), field
+    assert replayed.polling.stdout == recorded.polling.stdout.replace(
+        str(recorded_root), str(replayed_root))
     assert replayed.argv[1:3] == ("-m", "interlock.runtime.agents.replay")
-    assert _files(replayed_root) == written
+    assert _files(replayed_root) == {
+        name: text.replace(str(recorded_root), str(replayed_root))
+        for name, text in written.items()}
+    assert str(recorded_root) not in cassette.read_text()
 
 
 def test_a_different_prompt_is_refused_clearly(tmp_path: Path) -> None:
@@ -158,3 +159,39 @@ def test_non_utf8_output_round_trips(tmp_path: Path) -> None:
     record = read_cassette(cassette)[0]
     assert b"".join(c.data for c in record.chunks if c.stream == "stdout") == (
         b"v: ok\n# \xff\xfe\n")
+
+
+def test_parallel_invocations_replay_in_the_order_they_started(tmp_path: Path) -> None:
+    """The slow reviewer starts first and ends last: it stays invocation 1."""
+    cassette = tmp_path / "c.jsonl"
+    polling = PollingConfiguration.model_validate({"minOutputLength": 0})
+
+    def reviewer(name: str, delay: float) -> AgentCommand:
+        code = f"import time; time.sleep({delay}); print('v: {name}')"
+        return AgentCommand((sys.executable, "-c", code), prompt=name, name=name)
+
+    async def both(runner: CassetteRecorder | CassettePlayer) -> list[DispatchResult]:
+        commands = [reviewer("slow", 0.6), reviewer("fast", 0.0)]
+        return list(await asyncio.gather(*(runner(Dispatch(c, polling)) for c in commands)))
+
+    recorded = asyncio.run(both(CassetteRecorder(cassette)))
+    lines = [json.loads(line)["seq"] for line in cassette.read_text().splitlines()]
+    assert lines == [2, 1]  # written as they ended
+    assert [r.name for r in read_cassette(cassette)] == ["slow", "fast"]
+    replayed = asyncio.run(both(CassettePlayer(cassette, speed=2)))
+    assert [r.polling.stdout for r in replayed] == [r.polling.stdout for r in recorded] == [
+        "v: slow\n", "v: fast\n"]
+
+
+def test_cassette_runner_chooses(tmp_path: Path) -> None:
+    from interlock.runtime.agents.cassette import cassette_runner
+
+    assert cassette_runner() is None
+    recorder = cassette_runner(record=tmp_path / "c.jsonl", root=tmp_path)
+    assert isinstance(recorder, CassetteRecorder)
+    player = cassette_runner(replay=tmp_path / "c.jsonl", speed=3)
+    assert isinstance(player, CassettePlayer) and player.unplayed == 0
+    with pytest.raises(ValueError, match="cannot be used together"):
+        cassette_runner(record=tmp_path / "a", replay=tmp_path / "b")
+    with pytest.raises(CassetteError):
+        cassette_runner(replay=tmp_path / "absent.jsonl")
