@@ -14,7 +14,12 @@ Every limit here is enforced by the engine, never left to the agent::
       no_progress_limit: 3      # invocations in a row that change nothing
       knowledge_approval_timeout: 10m
       retry: {exit_codes: [75], output_patterns: ["No messages returned"],
-              attempts: 3, base_delay: 2s, max_delay: 1m}
+              attempts: 3, base_delay: 2s, max_delay: 1m}   # (base:, cap: also read)
+
+Defaults: no gates, ``gate_attempts: 2``, no iteration/runtime/cost limit,
+``invocation_timeout: 10m``, ``no_progress_limit: 5``, ``knowledge_approval_timeout: 1h``,
+``retry: {attempts: 3, base_delay: 200ms, max_delay: 5s}`` with no exit code or pattern
+called transient. ``null`` turns a limit off.
 
 Problems are :class:`RalphConfigError` diagnostics at ``interlock.yaml:LINE:COL``.
 
@@ -35,6 +40,7 @@ from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -49,8 +55,15 @@ from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
 from interlock.machines.durations import parse_duration
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap, parse_yaml
+from interlock.runtime.agents.config import ROLES, AgentConfig, load_agents, resolve_agent
 
 SECTION = "ralph"
+PROJECT_FILE = "interlock.yaml"
+IDENTITIES: dict[str, str] = {
+    "orchestrator": "Ralph-Orchestrator", "planner": "Ralph-Planner",
+    "executor": "Ralph-Executor", "reviewer": "Ralph-Reviewer",
+    "questioner": "Ralph-Questioner", "librarian": "Ralph-Librarian",
+}
 
 CODE_UNKNOWN_KEY = "R601"
 CODE_INVALID_VALUE = "R602"
@@ -132,8 +145,18 @@ class RetryPolicy(BaseModel):
     exit_codes: tuple[Annotated[int, Field(strict=True)], ...] = ()
     output_patterns: tuple[Pattern, ...] = ()
     attempts: Count = 3  # tries in all, the first included
-    base_delay: Duration = 1.0
-    max_delay: Duration = 60.0
+    base_delay: Duration = Field(default=0.2, validation_alias=AliasChoices("base_delay", "base"))
+    max_delay: Duration = Field(default=5.0, validation_alias=AliasChoices("max_delay", "cap"))
+
+    @property
+    def base(self) -> float:
+        """``base_delay`` (the name the runner's first agent call used)."""
+        return self.base_delay
+
+    @property
+    def cap(self) -> float:
+        """``max_delay``."""
+        return self.max_delay
 
     @model_validator(mode="after")
     def _delays(self) -> RetryPolicy:
@@ -150,13 +173,27 @@ class RalphConfig(BaseModel):
 
     gates: tuple[Gate, ...] = ()
     gate_attempts: Count = 2
-    knowledge_approval_timeout: Duration = 600.0
-    max_iterations: Count | None = 10
+    knowledge_approval_timeout: Duration = 3600.0
+    max_iterations: Count | None = None
     max_runtime: Duration | None = None
     max_cost: Annotated[float, Field(ge=0)] | None = None
-    invocation_timeout: Duration | None = 1800.0
-    no_progress_limit: Count | None = 3
+    invocation_timeout: Duration | None = 600.0
+    no_progress_limit: Count | None = 5
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+    def with_overrides(self, **fields: Any) -> RalphConfig:
+        """This configuration with the given settings (None: keep), validated again (the
+        CLI's ``--max-iterations 3``, ``--max-runtime 1h``...). Raises
+        :class:`RalphConfigError` naming the option."""
+        given = {k: v for k, v in fields.items() if v is not None}
+        data = {**self.model_dump(exclude_unset=True), **given}
+        try:
+            return RalphConfig.model_validate(data)
+        except ValidationError as exc:
+            raise RalphConfigError([error(
+                CODE_INVALID_VALUE, f"invalid value for --{str(e['loc'][0]).replace('_', '-')}"
+                f": {str(e['msg']).replace('Input should be', 'expected')}",
+                Mark("<command line>", 1, 1)) for e in exc.errors()]) from None
 
     @field_validator("gates")
     @classmethod
@@ -235,9 +272,12 @@ def parse_ralph(data: Any, source: SourceMap | None = None,
 
 
 def load_ralph_config(path: Path | str) -> RalphConfig:
-    """The settings under ``ralph:`` in the project file at ``path``; the defaults when the
-    file or the key is absent. Raises :class:`RalphConfigError` (``FILE:LINE:COL: ...``)."""
+    """The settings under ``ralph:`` in the project file at ``path`` (a folder: its
+    interlock.yaml); the defaults when the file or the key is absent. Raises
+    :class:`RalphConfigError` (``FILE:LINE:COL: ...``)."""
     file = Path(path)
+    if file.is_dir():
+        file = file / PROJECT_FILE
     if not file.exists():
         return RalphConfig()
     try:
@@ -252,3 +292,10 @@ def load_ralph_config(path: Path | str) -> RalphConfig:
         raise RalphConfigError(exc.diagnostics) from None
     data = document.data.get(SECTION) if isinstance(document.data, Mapping) else None
     return parse_ralph(data, document.source, (SECTION,))
+
+
+def role_agents(root: Path) -> dict[str, AgentConfig]:
+    """The agent each role runs: ``agents:`` of ROOT/interlock.yaml, else the demo role."""
+    agents = load_agents(root / PROJECT_FILE)
+    found = {role: resolve_agent(role, agents) for role in ROLES}
+    return {role: config for role, config in found.items() if config is not None}

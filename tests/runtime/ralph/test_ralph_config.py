@@ -87,3 +87,27 @@ def test_unknown_key_suggests(tmp_path: Path) -> None:
 def test_docstring_examples() -> None:
     result = doctest.testmod(config_module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_folder_means_its_interlock_yaml(tmp_path: Path) -> None:
+    _write(tmp_path, "ralph: {max_iterations: 4, retry: {base: 1s, cap: 9s}}\n")
+    config = load_ralph_config(tmp_path)
+    assert config.max_iterations == 4
+    assert (config.retry.base, config.retry.cap) == (1.0, 9.0)
+    assert (config.retry.base_delay, config.retry.max_delay) == (1.0, 9.0)
+
+
+def test_with_overrides_validates_and_names_the_option() -> None:
+    config = RalphConfig(max_cost=3.0)
+    changed = config.with_overrides(max_iterations=2, max_runtime="1h", max_cost=None)
+    assert (changed.max_iterations, changed.max_runtime, changed.max_cost) == (2, 3600.0, 3.0)
+    with pytest.raises(RalphConfigError, match=r"invalid value for --max-iterations: "):
+        config.with_overrides(max_iterations=0)
+
+
+def test_role_agents_default_to_the_demo_roles(tmp_path: Path) -> None:
+    from interlock.runtime.ralph.config import role_agents
+
+    _write(tmp_path, "agents:\n  executor: {cli: command, command: [my-agent]}\n")
+    agents = role_agents(tmp_path)
+    assert agents["executor"].cli == "command" and agents["planner"].cli == "demo"
