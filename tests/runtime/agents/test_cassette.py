@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from interlock.runtime.agents.adapters import agent_command, polling_for
 from interlock.runtime.agents.cassette import (
@@ -195,3 +197,15 @@ def test_cassette_runner_chooses(tmp_path: Path) -> None:
         cassette_runner(record=tmp_path / "a", replay=tmp_path / "b")
     with pytest.raises(CassetteError):
         cassette_runner(replay=tmp_path / "absent.jsonl")
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=64), text=st.text(max_size=40))
+def test_chunks_and_files_round_trip(data: bytes, text: str) -> None:
+    from interlock.runtime.agents.cassette import Chunk, FileChange
+
+    for raw in (data, text.encode("utf-8", "surrogatepass")):
+        chunk = Chunk("stderr", 1.25, raw)
+        assert Chunk.from_json(json.loads(json.dumps(chunk.to_json()))) == chunk
+        change = FileChange("a/b.txt", raw)
+        assert FileChange.from_json(json.loads(json.dumps(change.to_json()))) == change

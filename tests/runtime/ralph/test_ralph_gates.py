@@ -115,3 +115,40 @@ def test_report_json() -> None:
 def test_docstring_examples() -> None:
     result = doctest.testmod(gates_module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_gates_after_a_real_executor_accept_or_fail_the_task(tmp_path: Path) -> None:
+    """The demo executor writes work/T1.md; a gate that wants it passes, a gate that
+    wants more fails the task after its attempts, its output fed back each time."""
+    import asyncio
+
+    from interlock.runtime.agents.adapters import agent_command, polling_for
+    from interlock.runtime.agents.config import AgentConfig
+    from interlock.runtime.ralph.config import RalphConfig
+    from interlock.runtime.ralph.invocation import invoke
+
+    executor = AgentConfig.model_validate({"cli": "demo", "role": "executor"})
+    config = RalphConfig(gate_attempts=2)
+    exists = _gate("exists", "test -f work/T1.md")
+    strict = _gate("strict", "grep -q 'all tests pass' work/T1.md || "
+                   "{ echo 'work/T1.md lacks: all tests pass'; exit 1; }")
+
+    def attempt(feedback: str) -> None:
+        prompt = f"Task: T1 write it\nWorkdir: {tmp_path / 'work'}\n{feedback}"
+        outcome = asyncio.run(invoke(agent_command(executor, prompt, name="executor"),
+                                     polling_for(executor), config))
+        assert outcome.ok
+
+    attempt("")
+    assert gate_decision(run_gates([exists], tmp_path), 1, config.gate_attempts).action == (
+        "accept")
+    feedback, decisions = "", []
+    for number in range(1, config.gate_attempts + 1):
+        attempt(feedback)
+        decision = gate_decision(run_gates([exists, strict], tmp_path), number,
+                                 config.gate_attempts)
+        decisions.append(decision.action)
+        feedback = decision.feedback
+        assert "work/T1.md lacks: all tests pass" in feedback
+    assert decisions == ["retry", "fail"]
+    assert decision.reason == "gates failed 2 time(s): strict"

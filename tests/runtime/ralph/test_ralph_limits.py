@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.ralph import limits as limits_module
@@ -163,3 +165,18 @@ def test_session_limits_track_and_survive_a_resume() -> None:
     resumed.invocation_done("d0", 0.8)
     reason = resumed.check(clock.now())
     assert reason is not None and reason.kind == "max_cost"
+
+
+@settings(max_examples=200, deadline=None)
+@given(retry=st.integers(1, 200), base=st.floats(0, 100), extra=st.floats(0, 1000),
+       draw=st.floats(0, 1))
+def test_backoff_stays_within_its_ceiling(retry: int, base: float, extra: float,
+                                          draw: float) -> None:
+    policy = RetryPolicy(base_delay=base, max_delay=base + extra)
+
+    class Fixed:
+        def uniform(self, a: float, b: float) -> float:
+            return a + (b - a) * draw
+
+    delay = backoff_delay(retry, policy, Fixed())
+    assert 0 <= delay <= backoff_ceiling(retry, policy) <= policy.max_delay
