@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Protocol
 
 from interlock.machines.durations import format_duration
+from interlock.runtime.agents.adapters import agent_command, polling_for
+from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.dispatch import AgentCommand, Dispatch, DispatchResult
 from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.dispatch.polling import AgentRegistry
@@ -139,3 +141,17 @@ async def invoke(command: AgentCommand, polling: PollingConfiguration, config: R
         await sleep(delay)
     return InvocationOutcome(tuple(attempts),
                              _failure(attempts[-1], len(attempts), config.invocation_timeout))
+
+
+async def invoke_agent(agent: AgentConfig, prompt: str, config: RalphConfig, *,
+                       name: str | None = None, base: PollingConfiguration | None = None,
+                       runner: Runner = dispatch_runner,
+                       sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                       rng: Random | None = None, spill_dir: Path | None = None,
+                       registry: AgentRegistry | None = None) -> InvocationOutcome:
+    """:func:`invoke` for a configured agent and its prompt (``agent_command`` and
+    ``polling_for`` of the agents room); read the answer with
+    ``adapters.read_result(agent, outcome.result)``."""
+    return await invoke(agent_command(agent, prompt, name=name), polling_for(agent, base),
+                        config, runner=runner, sleep=sleep, rng=rng, spill_dir=spill_dir,
+                        registry=registry)

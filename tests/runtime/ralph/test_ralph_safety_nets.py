@@ -10,11 +10,10 @@ import asyncio
 import time
 from pathlib import Path
 
-from interlock.runtime.agents.adapters import agent_command, polling_for
 from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.ralph.config import RalphConfig, RetryPolicy
-from interlock.runtime.ralph.invocation import InvocationOutcome, invoke
+from interlock.runtime.ralph.invocation import InvocationOutcome, invoke_agent
 from interlock.runtime.ralph.limits import SessionLimits, StopReason, progress_digest
 
 
@@ -32,8 +31,7 @@ def _run(agent: AgentConfig, prompt: str, config: RalphConfig,
     async def record(seconds: float) -> None:
         (waits if waits is not None else []).append(seconds)
 
-    command = agent_command(agent, prompt, name="executor")
-    return asyncio.run(invoke(command, polling_for(agent), config, sleep=record))
+    return asyncio.run(invoke_agent(agent, prompt, config, name="executor", sleep=record))
 
 
 def _loop(project: Path, agent: AgentConfig, config: RalphConfig, prompt_of: object
