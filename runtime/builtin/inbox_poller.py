@@ -115,8 +115,8 @@ async def play(driver: DemoDriver) -> None:
 BUILTIN = Builtin(
     name="inbox_poller",
     bindings=bindings,
-    demo_context={"adapter": "sqlite", "poll_interval": 0.2, "request_timeout": 5.0, "backoff_base": 0.2,
-                  "backoff_max": 2.0},
+    demo_context={"adapter": "sqlite", "poll_interval": 0.2, "request_timeout": 5.0,
+                  "backoff_base": 0.2, "backoff_max": 2.0},
     demo=play,
 )
 

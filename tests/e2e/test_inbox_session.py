@@ -79,7 +79,7 @@ def test_inbox_messages_exactly_once_across_a_killed_runner(cli: Cli, tmp_path: 
             "delivered") == 2 and v["queued"] == 0, resumed)
         sent = cli("send", "s1", "finish", cwd=tmp_path)
         assert sent.returncode == 0, sent.stderr
-        out, err = resumed.communicate(timeout=60)
+        _, err = resumed.communicate(timeout=60)
         assert resumed.returncode == 0, err
     finally:
         if resumed.poll() is None:
