@@ -160,7 +160,7 @@ def _info(store: Store, row: SessionRow, now: float, state: StatusInfo | None = 
         created_at=row.created_at, updated_at=row.updated_at,
         timers=tuple(TimerInfo(t.event, t.state, t.deadline) for t in snapshot.timers),
         queued=len(queued), context=dict(snapshot.context), runner=runner,
-        inbox=inbox_count(store, row.id, queued),
+        inbox=inbox_count(store, row.id, queued, row.spec_text),
     )
 
 

@@ -103,10 +103,19 @@ def _is_delivery(event: str | None, data: Mapping[str, Any] | None) -> bool:
         data.get("signal_id", "")).startswith("inbox-")
 
 
-def inbox_count(store: Store, session_id: str,
-                queued: list[InboxItem] | None = None) -> InboxCount | None:
+def may_take_inbox(spec_text: str) -> bool:
+    """Whether a spec can listen for deliveries at all (``inbox.message``, ``signal.INFO``
+    or a wildcard): a cheap test before reading a session's journal."""
+    return any(word in spec_text for word in ("inbox", "signal", "*"))
+
+
+def inbox_count(store: Store, session_id: str, queued: list[InboxItem] | None = None,
+                spec_text: str | None = None) -> InboxCount | None:
     """The session's inbox count from its journal and queue; None when no inbox message
-    ever reached it. ``queued`` is the session's store inbox when the caller has it."""
+    ever reached it. ``queued`` is the session's store inbox when the caller has it;
+    with ``spec_text``, a spec that cannot take deliveries is answered without a read."""
+    if spec_text is not None and not may_take_inbox(spec_text):
+        return None
     items = queued if queued is not None else store.inbox(session_id)
     pending = sum(_is_delivery(i.event, i.data) for i in items)
     taken = sum(e.kind in ("event", "rejected") and _is_delivery(e.event, e.data)
