@@ -44,7 +44,7 @@ from interlock.runtime.inbox.config import PollerConfig, load_poller_config
 from interlock.runtime.inbox.model import InboxError, Lease, Message, Status
 from interlock.runtime.inbox.poller import InboxPoller
 from interlock.runtime.store import Store, open_store
-from interlock.runtime.store.base import InboxItem
+from interlock.runtime.store.base import InboxItem, StoreError
 
 INBOX_EVENT = "inbox.message"
 INFO_EVENT = "signal.INFO"
@@ -182,10 +182,15 @@ class SessionInbox:
         return self.store.delivered(self.runner.session_id, self._key(message))
 
     def _deliver(self, message: Message) -> None:
-        lease = self.poller.leases[message.id][1]
+        lease = self.poller.leases.pop(message.id)[1]  # the session holds it from now on
         event, data = self.shape(message, lease)
-        item = self.store.offer(self.runner.session_id, event, data, time.time(),
-                                self._key(message))
+        try:
+            item = self.store.offer(self.runner.session_id, event, data, time.time(),
+                                    self._key(message))
+        except StoreError as exc:  # not offered: once the lease runs out it comes back
+            LOG.warning("inbox: could not deliver %s to session %s: %s", message.id,
+                        self.runner.session_id, exc)
+            return
         self.runner.wake()
         if item is not None:
             self.delivered += 1
