@@ -7,6 +7,7 @@ from pathlib import Path
 from interlock.runtime.store.base import (
     AgentRecord,
     InboxItem,
+    InvocationRecord,
     JournalEntry,
     Lease,
     SessionExists,
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_PATH",
     "AgentRecord",
     "InboxItem",
+    "InvocationRecord",
     "JournalEntry",
     "Lease",
     "SessionExists",
