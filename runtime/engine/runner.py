@@ -20,17 +20,23 @@ import hashlib
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from interlock.machines import SpecError, compile, loads
 from interlock.machines.backends.base import CompiledMachine
 from interlock.machines.bindings import Bindings
+from interlock.machines.ir import INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX
+from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.engine.async_bindings import LoopRef, bridge
 from interlock.runtime.engine.clock import Clock, SystemClock
+from interlock.runtime.engine.invoke import AgentResolver, InvokeNote, Invoker
 from interlock.runtime.engine.session import Session, SessionError, Step
 from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.host.owners import default_owner, owner_is_dead
 from interlock.runtime.store.base import (
+    InboxItem,
+    InvocationRecord,
     JournalEntry,
     Lease,
     SessionNotFound,
@@ -38,6 +44,7 @@ from interlock.runtime.store.base import (
     SpecSource,
     StaleSession,
     Store,
+    StoreError,
 )
 
 LEASE_TTL = 30.0
@@ -83,6 +90,7 @@ class Runner:
         self.active: tuple[str, ...] = session.active  # as of the last committed step
         self._wake: asyncio.Event | None = None
         self._wake_loop: asyncio.AbstractEventLoop | None = None
+        self.invoker: Invoker | None = None  # set when the spec has invoke: states
 
     # -- opening ----------------------------------------------------------------------
 
@@ -100,6 +108,9 @@ class Runner:
         owner: str | None = None,
         ttl: float = LEASE_TTL,
         migrate: bool = False,
+        folder: Path | None = None,
+        agents: AgentResolver | None = None,
+        invoke_config: PollingConfiguration | None = None,
     ) -> tuple[Runner, Opened]:
         """Create the session (when new) or resume it, holding its lease.
 
@@ -107,7 +118,39 @@ class Runner:
         A changed spec is refused unless ``migrate``: then the session's saved state is
         restored into the new spec (every active and remembered state must still exist)
         and the switch is journaled as a ``migrated`` step.
+
+        Invokes (docs/invoke.md): ``folder`` is the session folder (default
+        ``.interlock/sessions/<id>`` beside a SQLite store, else under the working
+        folder) where agents' output is spooled; ``agents`` resolves ``agent:`` invokes;
+        ``invoke_config`` is their dispatch settings. The active states' invokes start
+        (or, on resume, are adopted, restarted or failed) before this returns.
         """
+        runner, opened = cls._open(store, spec_text, spec_path, session_id=session_id,
+                                   bindings=bindings, clock=clock, context=context,
+                                   owner=owner, ttl=ttl, migrate=migrate)
+        if runner.session.ir.invokes:
+            try:
+                runner._start_invoker(folder, agents, invoke_config, resumed=not opened.created)
+            except BaseException:
+                runner.close()
+                raise
+        return runner, opened
+
+    @classmethod
+    def _open(
+        cls,
+        store: Store,
+        spec_text: str | None,
+        spec_path: str,
+        *,
+        session_id: str | None,
+        bindings: Bindings | None,
+        clock: Clock | None,
+        context: Mapping[str, Any] | None,
+        owner: str | None,
+        ttl: float,
+        migrate: bool,
+    ) -> tuple[Runner, Opened]:
         clock = clock or SystemClock()
         owner = owner or default_owner()
         ref = LoopRef()
@@ -173,11 +216,29 @@ class Runner:
         for item in self.store.inbox(self.session_id):
             if self.session.is_final:
                 break
-            step = self.session.send(item.event, item.data)
+            step = self._take(item)
             self._commit([step], consumed=[item.id])
             steps.append(step)
             steps += self._fire_due()
         return steps
+
+    def _take(self, item: InboxItem) -> Step:
+        """Send an inbox item; an invoke's done/error event goes in as the engine's own
+        when it answers the state's current invocation, and is dropped when that state
+        was left meanwhile (or the item did not come from the invoker)."""
+        prefix = next((p for p in (INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX)
+                       if item.event.startswith(p + ".")), None)
+        if prefix is None:
+            return self.session.send(item.event, item.data)
+        invoke_id = item.event[len(prefix) + 1:]
+        invocation = item.data.get("invocation")
+        if (self.invoker is not None and invocation is not None
+                and self.invoker.current(invoke_id) == invocation):
+            return self.session.send(item.event, item.data, internal=True)
+        active = self.session.active
+        return Step("dropped", item.event, dict(item.data), active, active, self.clock.now(),
+                    note=f"invocation {invocation!r} of invoke {invoke_id!r} is not current:"
+                         " its state was left")
 
     def _fire_due(self) -> list[Step]:
         steps = self.session.fire_due()
@@ -258,7 +319,45 @@ class Runner:
             wake.clear()
 
     def close(self) -> None:
+        """Stop the agents still running (journaled ``interrupted``), give up the lease."""
+        if self.invoker is not None:
+            invoker, self.invoker = self.invoker, None
+            notes = invoker.shutdown()
+            with contextlib.suppress(SessionBusy, StoreError):
+                self._journal(notes)
         self.store.release(self.lease)
+
+    # -- invokes ----------------------------------------------------------------------
+
+    def invocations_in_flight(self) -> list[InvocationRecord]:
+        """The invoked agents running now (thread-safe): empty means the session is idle
+        as far as agents go."""
+        invoker = self.invoker
+        return invoker.in_flight() if invoker is not None else []
+
+    def _start_invoker(self, folder: Path | None, agents: AgentResolver | None,
+                       config: PollingConfiguration | None, *, resumed: bool) -> None:
+        self.invoker = Invoker(
+            self.store, self.session_id, self.session.ir, spec_path=self.spec_path,
+            folder=folder or _session_folder(self.store, self.session_id), clock=self.clock,
+            wake=self.wake, config=config, resolver=agents)
+        active, context = self.session.active, self.session.context
+        self._journal(self.invoker.recover(active, context) if resumed
+                      else self.invoker.reconcile(active, context))
+
+    def _reconcile(self) -> None:
+        """After a committed step: cancel the invokes of states left, start those of
+        states entered."""
+        if self.invoker is not None:
+            self._journal(self.invoker.reconcile(self.session.active, self.session.context))
+
+    def _journal(self, notes: list[InvokeNote]) -> None:
+        if not notes:
+            return
+        seq, now, active = self.seq + 1, self.clock.now(), self.session.active
+        self._commit_entries([
+            JournalEntry(seq, now, n.kind, None, {"invoke": n.invoke, **n.data}, active,
+                         active, n.note) for n in notes])
 
     # -- persistence ------------------------------------------------------------------
 
@@ -272,6 +371,14 @@ class Runner:
         if kind is not None:
             active = self.session.active
             entries.append(JournalEntry(seq, now, kind, before=active, after=active, note=note))
+        self._commit_entries(entries, consumed=consumed, spec=spec)
+        if any(step.before != step.after for step in steps):
+            self._reconcile()
+
+    def _commit_entries(self, entries: list[JournalEntry], *,
+                        consumed: list[int] | None = None,
+                        spec: SpecSource | None = None) -> None:
+        now = self.clock.now()
         try:
             self.seq = self.store.commit_step(
                 self.session_id, expected_seq=self.seq, lease_token=self.lease.token,
@@ -322,6 +429,14 @@ def _compile(spec_text: str, spec_path: str, bindings: Bindings | None) -> Compi
         raise
     except ValueError as exc:
         raise SessionError(str(exc)) from None
+
+
+def _session_folder(store: Store, session_id: str) -> Path:
+    """``.interlock/sessions/<id>``: beside a SQLite store's file, else in the working
+    folder."""
+    path = getattr(store, "path", None)
+    base = path.parent if isinstance(path, Path) else Path.cwd() / ".interlock"
+    return base / "sessions" / session_id
 
 
 def _status(session: Session) -> str:

@@ -31,8 +31,9 @@ class SessionError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """What one event did: ``kind`` is "event", "timer" or "rejected" (no active state
-    listens for the event; nothing changed)."""
+    """What one event did: ``kind`` is "event", "timer", "rejected" (no active state
+    listens for the event; nothing changed) or "dropped" (an invoke's completion that
+    came after its state was left; nothing changed)."""
 
     kind: str
     event: str
@@ -46,7 +47,7 @@ class Step:
 
     @property
     def accepted(self) -> bool:
-        return self.kind != "rejected"
+        return self.kind not in ("rejected", "dropped")
 
 
 class Session:
@@ -140,12 +141,14 @@ class Session:
 
     # -- stepping ---------------------------------------------------------------------
 
-    def send(self, event: str, data: Mapping[str, Any] | None = None) -> Step:
-        """Run one external event to completion; a rejected event changes nothing."""
+    def send(self, event: str, data: Mapping[str, Any] | None = None, *,
+             internal: bool = False) -> Step:
+        """Run one event to completion; a rejected event changes nothing. ``internal``:
+        the engine's own event, which may carry a reserved name (done.invoke.<id>, ...)."""
         payload = dict(data or {})
         before = self.active
         now = self.clock.now()
-        reason = reserved_reason(event)
+        reason = None if internal else reserved_reason(event)
         if reason is not None:
             return Step("rejected", event, payload, before, before, now,
                         note=f"{event!r} is reserved: {reason}")

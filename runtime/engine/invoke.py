@@ -1,0 +1,441 @@
+"""Invoke: agents started when their state is entered and cancelled when it is left.
+
+The runner owns one :class:`Invoker` per session whose spec has ``invoke:`` states. After
+every committed step the runner calls :meth:`Invoker.reconcile` with the new
+configuration: invocations of states no longer active are cancelled first (process group
+TERM -> KILL, journaled ``cancelled``), then the invokes of active states without one
+start (journaled ``invoked``: argv, pid, start time, spool folder). The agents run on
+the invoker's own event loop (a thread), so the session keeps taking events, timers and
+signals meanwhile. A finished agent becomes ``done.invoke.<id>`` or
+``error.invoke.<id>``, offered to the session's inbox keyed by the invocation id (a
+re-delivery after a crash never applies twice), and the runner is woken at once.
+
+Every invocation is a row of the store's ``invocations`` table, written before its
+process starts. A runner that resumes a session after a crash applies each in-flight
+invocation's ``on_resume``: ``adopt`` reattaches to the same process (same pid and start
+time) and reads its spooled output from the start, ``restart`` stops what is left and
+starts exactly one new one, ``fail`` stops it and raises ``error.invoke.<id>`` with
+reason ``runner_lost``. See docs/invoke.md.
+
+``agent:`` invokes go through an :data:`AgentResolver` the caller passes in (the seam to
+``runtime/agents``); ``command:`` invokes need none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from interlock.machines.durations import parse_duration
+from interlock.machines.ir import InvokeIR, MachineIR, OnResume
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
+from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.dispatch.dispatcher import AgentCommand, DispatchResult
+from interlock.runtime.dispatch.process import SpawnOptions
+from interlock.runtime.engine.clock import Clock
+from interlock.runtime.engine.invoke_process import Spool, SpooledAgent, SpooledDispatch, stop_group
+from interlock.runtime.store.base import InvocationRecord, Store
+
+REASONS = ("spawn_error", "exit_nonzero", "timeout", "invalid_answer", "runner_lost")
+START_WAIT = 10.0  # longest wait for an agent's process to be started and recorded
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedAgent:
+    """What an ``agent:`` invoke runs: the launch, and how to read its stdout into the
+    answer text and usage (an adapter's ``read``; None: stdout is the answer)."""
+
+    launch: AgentLaunch
+    read: Callable[[str], AgentOutput] | None = None
+
+
+# (agent name from interlock.yaml, rendered prompt) -> what to run. The lead connects it
+# to runtime/agents: load_agents() + adapter_for(config).launch(config, prompt) / .read.
+AgentResolver = Callable[[str, str], ResolvedAgent]
+
+
+class InvokeError(Exception):
+    """An invoke cannot be started as written (a template error, an unknown agent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InvokeNote:
+    """A journal line the runner writes for the invoker: ``kind`` is one of invoked,
+    adopted, restarted, cancelled, interrupted, dropped, lost."""
+
+    kind: str
+    invoke: str
+    data: Mapping[str, Any]
+    note: str | None = None
+
+
+@dataclass
+class _Flight:
+    record: InvocationRecord
+    invoke: InvokeIR
+    task: asyncio.Future[DispatchResult] | None = None
+    dispatch: SpooledDispatch | None = None
+    finished: bool = False
+    started: threading.Event = field(default_factory=threading.Event)
+
+
+def render(template: str, context: Mapping[str, Any], inputs: Mapping[str, Any],
+           signals: Any = None) -> str:
+    """Jinja2 with StrictUndefined over {context, input, signals}."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             autoescape=False)
+    return env.from_string(template).render(context=context, input=inputs,
+                                            signals=signals if signals is not None else [])
+
+
+class Invoker:
+    """The invocations of one session (see the module docstring). Thread-safe entry
+    points: :meth:`reconcile`, :meth:`recover`, :meth:`current`, :meth:`in_flight`,
+    :meth:`shutdown`."""
+
+    def __init__(self, store: Store, session_id: str, ir: MachineIR, *, spec_path: str,
+                 folder: Path, clock: Clock, wake: Callable[[], None],
+                 config: PollingConfiguration | None = None,
+                 resolver: AgentResolver | None = None) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.ir = ir
+        self.spec_dir = Path(spec_path).parent
+        self.folder = folder / "invocations"
+        self.clock = clock
+        self.wake = wake
+        self.config = config or PollingConfiguration()
+        self.resolver = resolver
+        self._flights: dict[str, _Flight] = {}  # invoke id -> the current invocation
+        self._lock = threading.RLock()  # reconcile/recover/shutdown, one at a time
+        self._settling = threading.Lock()  # a flight's finished flag
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever,
+                                        name=f"invoke-{session_id}", daemon=True)
+        self._thread.start()
+
+    # -- queries ----------------------------------------------------------------------
+
+    def in_flight(self) -> list[InvocationRecord]:
+        """Invocations whose agent still runs (for "is the session idle?")."""
+        with self._lock:
+            return [f.record for f in self._flights.values() if not f.finished]
+
+    def current(self, invoke_id: str) -> str | None:
+        """The invocation id whose completion the session takes for ``invoke_id``."""
+        with self._lock:
+            flight = self._flights.get(invoke_id)
+            return flight.record.id if flight is not None else None
+
+    # -- reconciling ------------------------------------------------------------------
+
+    def reconcile(self, active: Sequence[str], context: Mapping[str, Any]) -> list[InvokeNote]:
+        """Cancel the invocations of states left, then start those of states entered."""
+        wanted = {inv.id: inv for sid in active
+                  if (inv := self.ir.states[sid].invoke) is not None}
+        notes: list[InvokeNote] = []
+        with self._lock:
+            for invoke_id in [i for i in self._flights if i not in wanted]:
+                notes += self._cancel(self._flights.pop(invoke_id), "cancelled")
+            for invoke_id, invoke in wanted.items():
+                if invoke_id not in self._flights:
+                    notes.append(self._start(invoke, context))
+        return notes
+
+    def recover(self, active: Sequence[str], context: Mapping[str, Any]) -> list[InvokeNote]:
+        """On resume: settle what a dead runner left in flight (per ``on_resume``), then
+        reconcile. Invocations of states no longer active are stopped."""
+        notes: list[InvokeNote] = []
+        active_set = set(active)
+        with self._lock:
+            for record in self.store.invocations(self.session_id, in_flight=True):
+                invoke = self._invoke(record.invoke)
+                now = self.clock.now()
+                if self.store.delivered(self.session_id, record.id):
+                    self.store.end_invocation(record.id, "delivered", None, now)
+                    # the event is queued or consumed; a consumed one left the state, or the
+                    # state ignored it: either way this entry's invoke has answered
+                    if invoke is not None and record.state in active_set:
+                        self._flights[record.invoke] = _Flight(record, invoke, finished=True)
+                    continue
+                if invoke is None or record.state not in active_set \
+                        or record.invoke in self._flights:
+                    self._stop_left(record)
+                    self.store.end_invocation(record.id, "cancelled", None, now)
+                    notes.append(self._note("cancelled", record, "its state was left"))
+                    continue
+                notes += self._resume(record, invoke, context)
+        return notes + self.reconcile(active, context)
+
+    def _resume(self, record: InvocationRecord, invoke: InvokeIR,
+                context: Mapping[str, Any]) -> list[InvokeNote]:
+        mode = invoke.on_resume
+        now = self.clock.now()
+        if mode is OnResume.ADOPT and record.pid is not None and record.start_ticks:
+            flight = _Flight(record, invoke)
+            self._flights[invoke.id] = flight
+            try:
+                read = self._command(invoke, context)[1]
+            except InvokeError:
+                read = None
+            self._launch(flight, None, context, read=read,
+                         adopt=(record.pid, record.start_ticks))
+            return [self._note("adopted", record, f"pid {record.pid}")]
+        self._stop_left(record)
+        if mode is OnResume.FAIL:
+            self.store.end_invocation(record.id, "lost", "runner_lost", now)
+            self._flights[invoke.id] = _Flight(record, invoke, finished=True)
+            self._deliver(record, invoke, _lost_data(record), "runner_lost")
+            return [self._note("lost", record, "on_resume: fail")]
+        self.store.end_invocation(record.id, "lost", "runner_lost", now)
+        return [self._note("lost", record, "on_resume: restart"),
+                self._start(invoke, context, kind="restarted")]
+
+    def _stop_left(self, record: InvocationRecord) -> None:
+        stop_group(record.pid, record.start_ticks, record.id, self.config.terminate_grace,
+                   time.sleep)
+
+    def _invoke(self, invoke_id: str) -> InvokeIR | None:
+        return next((i for i in self.ir.invokes if i.id == invoke_id), None)
+
+    # -- starting ---------------------------------------------------------------------
+
+    def _start(self, invoke: InvokeIR, context: Mapping[str, Any],
+               kind: str = "invoked") -> InvokeNote:
+        invocation_id = uuid.uuid4().hex
+        seq = len(self.store.invocations(self.session_id)) + 1
+        spool = self.folder / f"{seq:04d}-{invoke.id}"
+        try:
+            command, read = self._command(invoke, context)
+            argv = command.argv
+            error = None
+        except InvokeError as exc:
+            command, read, argv, error = None, None, (), str(exc)
+        record = InvocationRecord(
+            id=invocation_id, session_id=self.session_id, invoke=invoke.id, state=invoke.state,
+            argv=argv, spool=str(spool), started_at=self.clock.now())
+        self.store.record_invocation(record)
+        flight = _Flight(record, invoke)
+        self._flights[invoke.id] = flight
+        if command is None:
+            flight.finished = True
+            self.store.end_invocation(record.id, "error", "spawn_error", self.clock.now())
+            self._deliver(record, invoke, _spawn_error_data(record, error or ""), "spawn_error")
+            return self._note(kind, record, f"spawn_error: {error}")
+        self._launch(flight, command, context, read=read)
+        flight.started.wait(START_WAIT)
+        return self._note(kind, flight.record)
+
+    def _command(self, invoke: InvokeIR, context: Mapping[str, Any]
+                 ) -> tuple[AgentCommand, Callable[[str], AgentOutput] | None]:
+        try:
+            inputs = {k: render(v, context, {}) if isinstance(v, str) else v
+                      for k, v in invoke.input.items()}
+            template = invoke.prompt
+            if template is None and invoke.prompt_file is not None:
+                template = (self.spec_dir / invoke.prompt_file).read_text(encoding="utf-8")
+            prompt = None if template is None else render(template, context, inputs)
+        except (jinja2.TemplateError, OSError) as exc:
+            raise InvokeError(f"invoke {invoke.id!r} prompt: {exc}") from None
+        if invoke.command is not None:
+            return AgentCommand(tuple(invoke.command), prompt, invoke.id), None
+        if self.resolver is None or invoke.agent is None:
+            raise InvokeError(f"invoke {invoke.id!r}: no agent resolver for agent "
+                              f"{invoke.agent!r}")
+        try:
+            resolved = self.resolver(invoke.agent, prompt or "")
+        except Exception as exc:
+            raise InvokeError(f"invoke {invoke.id!r}: agent {invoke.agent!r}: {exc}") from None
+        launch = resolved.launch
+        options = SpawnOptions(cwd=Path(launch.cwd) if launch.cwd else None,
+                               env=dict(launch.env) or None)
+        return AgentCommand(launch.argv, launch.stdin, invoke.id, options), resolved.read
+
+    def _timeout(self, invoke: InvokeIR, context: Mapping[str, Any]) -> float | None:
+        delay = invoke.timeout
+        if delay is None:
+            return None
+        if delay.seconds is not None:
+            return delay.seconds
+        try:
+            return parse_duration(context.get(delay.context_key or ""))
+        except (ValueError, TypeError):
+            return None
+
+    def _launch(self, flight: _Flight, command: AgentCommand | None,
+                context: Mapping[str, Any], *,
+                read: Callable[[str], AgentOutput] | None = None,
+                adopt: tuple[int, str] | None = None) -> None:
+        record = flight.record
+        timeout = self._timeout(flight.invoke, context)
+        if timeout is not None:
+            timeout -= max(0.0, self.clock.now() - record.started_at)
+        command = command or AgentCommand(record.argv, None, record.invoke)
+
+        def started(agent: SpooledAgent) -> None:
+            if adopt is None and agent.ticks is not None:
+                self.store.invocation_started(record.id, agent.pid, agent.pgid, agent.ticks)
+                flight.record = _with_process(record, agent)
+            flight.started.set()
+
+        dispatch = SpooledDispatch(
+            command, self.config, spool=Spool(Path(record.spool)), invocation_id=record.id,
+            adopt=adopt, timeout=timeout, on_started=started,
+            read=(lambda text: read(text).answer) if read is not None else None)
+        flight.dispatch = dispatch
+
+        def schedule() -> None:
+            task = self._loop.create_task(dispatch.run())
+            flight.task = task
+            task.add_done_callback(lambda t: self._finished(flight, t, read))
+
+        self._loop.call_soon_threadsafe(schedule)
+
+    # -- finishing --------------------------------------------------------------------
+
+    def _finished(self, flight: _Flight, task: asyncio.Future[DispatchResult],
+                  read: Callable[[str], AgentOutput] | None) -> None:
+        """On the invoker's loop: deliver the outcome, unless a cancel came first."""
+        flight.started.set()
+        if task.cancelled() or not self._settle(flight):
+            return
+        error = task.exception()
+        if error is not None:
+            data = _spawn_error_data(flight.record, f"{type(error).__name__}: {error}")
+            self._deliver(flight.record, flight.invoke, data, "spawn_error")
+            self.store.end_invocation(flight.record.id, "error", "spawn_error",
+                                      self.clock.now())
+            return
+        assert flight.dispatch is not None
+        data, reason = outcome(task.result(), flight.dispatch, read, flight.record.id)
+        self._deliver(flight.record, flight.invoke, data, reason)
+        self.store.end_invocation(flight.record.id, "error" if reason else "done",
+                                  reason, self.clock.now())
+
+    def _settle(self, flight: _Flight) -> bool:
+        """Mark the flight finished; False if it already was (its cancel or its outcome
+        won). The lock is never held while waiting for anything."""
+        with self._settling:
+            if flight.finished:
+                return False
+            flight.finished = True
+            return True
+
+    def _deliver(self, record: InvocationRecord, invoke: InvokeIR, data: dict[str, Any],
+                 reason: str | None) -> None:
+        event = invoke.done_event if reason is None else invoke.error_event
+        self.store.offer(self.session_id, event, data, self.clock.now(), key=record.id)
+        self.wake()
+
+    # -- stopping ---------------------------------------------------------------------
+
+    def _cancel(self, flight: _Flight, outcome_kind: str) -> list[InvokeNote]:
+        """Stop the flight's agent (TERM -> KILL, waiting until its group is gone)."""
+        if not self._settle(flight):
+            return []
+
+        async def stop() -> None:
+            task = flight.task
+            if task is None:
+                return
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+        def submit() -> None:
+            asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=30)
+
+        flight.started.wait(START_WAIT)
+        submit()
+        self.store.end_invocation(flight.record.id, outcome_kind, None, self.clock.now())
+        return [self._note(outcome_kind, flight.record)]
+
+    def shutdown(self, interrupt: bool = True) -> list[InvokeNote]:
+        """Stop every agent still running (journaled ``interrupted``) and the loop."""
+        notes: list[InvokeNote] = []
+        with self._lock:
+            if interrupt:
+                for flight in list(self._flights.values()):
+                    notes += self._cancel(flight, "interrupted")
+            self._flights.clear()
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        if not self._loop.is_running():
+            self._loop.close()
+        return notes
+
+    def _note(self, kind: str, record: InvocationRecord, note: str | None = None) -> InvokeNote:
+        return InvokeNote(kind, record.invoke, {
+            "invocation": record.id, "state": record.state, "argv": list(record.argv),
+            "pid": record.pid, "startTicks": record.start_ticks, "spool": record.spool,
+        }, note)
+
+
+def _with_process(record: InvocationRecord, agent: SpooledAgent) -> InvocationRecord:
+    return InvocationRecord(
+        id=record.id, session_id=record.session_id, invoke=record.invoke, state=record.state,
+        argv=record.argv, spool=record.spool, started_at=record.started_at, pid=agent.pid,
+        pgid=agent.pgid, start_ticks=agent.ticks)
+
+
+def _base_data(record: InvocationRecord, result: dict[str, Any],
+               answer: Any = None, verdict: Any = None, usage: Usage | None = None
+               ) -> dict[str, Any]:
+    return {"result": result, "answer": answer, "verdict": verdict,
+            "usage": (usage or Usage()).to_json(), "invocation": record.id}
+
+
+def _empty_result(status: str, method: str | None, stderr: str) -> dict[str, Any]:
+    return {"success": False, "stdout": "", "stderr": stderr, "exitCode": None,
+            "elapsedTime": 0.0, "pollCount": 0, "status": status,
+            "completionMethod": method, "verdict": None}
+
+
+def _spawn_error_data(record: InvocationRecord, message: str) -> dict[str, Any]:
+    data = _base_data(record, _empty_result("error", "spawn", f"interlock: {message}\n"))
+    return {**data, "reason": "spawn_error", "message": message}
+
+
+def _lost_data(record: InvocationRecord) -> dict[str, Any]:
+    message = "the runner died while the agent ran (on_resume: fail)"
+    data = _base_data(record, _empty_result("error", None, f"interlock: {message}\n"))
+    return {**data, "reason": "runner_lost", "message": message}
+
+
+def outcome(result: DispatchResult, dispatch: SpooledDispatch,
+            read: Callable[[str], AgentOutput] | None, invocation_id: str
+            ) -> tuple[dict[str, Any], str | None]:
+    """The event data of a finished dispatch and its failure reason (None: done)."""
+    polling = result.polling
+    json = polling.to_json()
+    check = dispatch.check()
+    usage = read(polling.stdout).usage if read is not None else Usage()
+    answer = check.document if check.complete else None
+    data = {"result": json, "answer": answer, "verdict": json["verdict"],
+            "usage": usage.to_json(), "invocation": invocation_id}
+    reason: str | None = None
+    message: str | None = None
+    if polling.status == "timeout":
+        reason, message = "timeout", f"no answer within the timeout ({polling.completion_method})"
+    elif polling.status == "error":
+        if polling.completion_method == "spawn":
+            reason, message = "spawn_error", result.error or "the agent could not be started"
+        else:
+            reason, message = "exit_nonzero", f"the agent exited with {polling.exit_code}"
+    elif answer is None and dispatch.answer_text().strip():
+        reason, message = "invalid_answer", f"the answer is not a complete document: {check.reason}"
+        data["result"] = {**json, "success": False}
+    if reason is not None:
+        data["reason"] = reason
+        data["message"] = message
+    return data, reason
