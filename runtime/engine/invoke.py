@@ -266,8 +266,11 @@ class Invoker:
             return None
         if delay.seconds is not None:
             return delay.seconds
+        value = context.get(delay.context_key or "")
+        if value is None or isinstance(value, bool):
+            return None  # the dispatch settings decide
         try:
-            return parse_duration(context.get(delay.context_key or ""))
+            return parse_duration(value)
         except (ValueError, TypeError):
             return None
 
