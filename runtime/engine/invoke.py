@@ -311,18 +311,28 @@ class Invoker:
         flight.started.set()
         if task.cancelled() or not self._settle(flight):
             return
+        # The outcome is written to the invocations table by the runner as it takes the
+        # event (Runner.pump -> ended), so this thread does not compete with it for the
+        # store between the offer and the step; recover() settles one taken by nobody.
         error = task.exception()
         if error is not None:
             data = _spawn_error_data(flight.record, f"{type(error).__name__}: {error}")
             self._deliver(flight.record, flight.invoke, data, "spawn_error")
-            self.store.end_invocation(flight.record.id, "error", "spawn_error",
-                                      self.clock.now())
             return
         assert flight.dispatch is not None
         data, reason = outcome(task.result(), flight.dispatch, read, flight.record.id)
         self._deliver(flight.record, flight.invoke, data, reason)
-        self.store.end_invocation(flight.record.id, "error" if reason else "done",
-                                  reason, self.clock.now())
+
+    def ended(self, event: str, data: Mapping[str, Any], taken: bool) -> None:
+        """The runner took (or dropped) an invoke's done/error event: journal the outcome
+        in the invocations table (the first outcome stands)."""
+        invocation = data.get("invocation")
+        if not isinstance(invocation, str):
+            return
+        reason = data.get("reason")
+        kind = ("error" if event.startswith("error.") else "done") if taken else "dropped"
+        self.store.end_invocation(invocation, kind, reason if isinstance(reason, str) else None,
+                                  self.clock.now())
 
     def _settle(self, flight: _Flight) -> bool:
         """Mark the flight finished; False if it already was (its cancel or its outcome

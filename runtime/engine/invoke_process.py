@@ -203,7 +203,13 @@ class SpooledAgent(AgentProcess):
     def group_alive(self) -> bool:
         if not self.exited:
             return True
-        return bool(self._ours())
+        try:  # one syscall for the usual case: nothing at all is left of the group
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return bool(self._ours())  # something is: a live member of ours, or a zombie
 
     def close(self) -> None:
         for stream in list(self.fds):

@@ -47,6 +47,7 @@ from interlock.runtime.store.base import (
     StoreError,
 )
 
+_INVOKE_EVENTS = (INVOKE_DONE_PREFIX + ".", INVOKE_ERROR_PREFIX + ".")
 LEASE_TTL = 30.0
 INBOX_POLL = 0.1  # seconds between inbox checks while idle
 
@@ -218,6 +219,8 @@ class Runner:
                 break
             step = self._take(item)
             self._commit([step], consumed=[item.id])
+            if self.invoker is not None and item.event.startswith(_INVOKE_EVENTS):
+                self.invoker.ended(item.event, item.data, step.kind != "dropped")
             steps.append(step)
             steps += self._fire_due()
         return steps
@@ -226,11 +229,10 @@ class Runner:
         """Send an inbox item; an invoke's done/error event goes in as the engine's own
         when it answers the state's current invocation, and is dropped when that state
         was left meanwhile (or the item did not come from the invoker)."""
-        prefix = next((p for p in (INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX)
-                       if item.event.startswith(p + ".")), None)
+        prefix = next((p for p in _INVOKE_EVENTS if item.event.startswith(p)), None)
         if prefix is None:
             return self.session.send(item.event, item.data)
-        invoke_id = item.event[len(prefix) + 1:]
+        invoke_id = item.event[len(prefix):]
         invocation = item.data.get("invocation")
         if (self.invoker is not None and invocation is not None
                 and self.invoker.current(invoke_id) == invocation):
