@@ -3,15 +3,21 @@ state, parallel regions, timers while an agent works, Ctrl-C (interrupted)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from interlock.machines import Call
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
 from interlock.runtime.engine.clock import ManualClock
+from interlock.runtime.engine.invoke import ResolvedAgent
+from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 
 from support.invoke_helpers import (
+    BINDINGS,
     agent_argv,
     group_gone,
     one_invoke_spec,
@@ -190,11 +196,6 @@ states:
 
 
 def test_parallel_regions_each_invoke(store: SqliteStore, tmp_path: Path) -> None:
-    import json
-
-    from interlock.machines import Call
-    from interlock.runtime.engine.runner import Runner
-
     def note(call: Call) -> None:
         call.context["results"][call.data["invocation"]] = call.data["answer"]["pid"]
 
@@ -231,3 +232,63 @@ def test_closing_the_runner_interrupts_agents_and_resume_starts_one_anew(
     finally:
         again.close()
     assert all(group_gone(p) for p in pids(started))
+
+
+AGENT_SPEC = """
+machine: agents
+initial: asking
+context:
+  outcome: {type: dict, default: {}}
+states:
+  asking:
+    invoke:
+      id: ask
+      agent: reviewer
+      prompt_file: prompt.j2
+      input: {focus: "{{ context.area }}"}
+    on:
+      done.invoke.ask: {target: answered, actions: [keep]}
+      error.invoke.ask: {target: answered, actions: [keep]}
+  answered: {type: final}
+"""
+
+
+def test_an_agent_invoke_goes_through_the_resolver(store: SqliteStore, tmp_path: Path) -> None:
+    """The resolver seam: a name and the rendered prompt in, a launch and a reader out
+    (here a stand-in for an adapter whose CLI wraps its answer and reports usage)."""
+    (tmp_path / "prompt.j2").write_text("Look at {{ input.focus }}\n")
+    seen: list[tuple[str, str]] = []
+
+    def resolve(name: str, prompt: str) -> ResolvedAgent:
+        seen.append((name, prompt))
+
+        def read(stdout: str) -> AgentOutput:
+            return AgentOutput(stdout, Usage(input_tokens=12, output_tokens=3, cost_usd=0.01))
+
+        return ResolvedAgent(AgentLaunch(tuple(agent_argv()), stdin=prompt), read)
+
+    runner, _ = Runner.open(store, AGENT_SPEC, str(tmp_path / "agents.yaml"), session_id="s1",
+                            bindings=BINDINGS, context={"area": "the cache"},
+                            folder=tmp_path / "session", agents=resolve)
+    try:
+        run_until(runner, lambda: runner.session.is_final)
+    finally:
+        runner.close()
+    assert seen == [("reviewer", "Look at the cache\n")]
+    data = outcome(store)
+    assert data["answer"]["prompt"] == "Look at the cache"
+    assert data["usage"] == {"inputTokens": 12, "outputTokens": 3, "costUsd": 0.01}
+
+
+def test_an_agent_invoke_without_a_resolver_is_a_spawn_error(store: SqliteStore,
+                                                             tmp_path: Path) -> None:
+    (tmp_path / "prompt.j2").write_text("hi\n")
+    runner, _ = Runner.open(store, AGENT_SPEC, str(tmp_path / "agents.yaml"), session_id="s1",
+                            bindings=BINDINGS, context={"area": "x"},
+                            folder=tmp_path / "session")
+    try:
+        run_until(runner, lambda: runner.session.is_final)
+    finally:
+        runner.close()
+    data = outcome(store)
+    assert data["reason"] == "spawn_error" and "resolver" in data["message"]
