@@ -157,7 +157,8 @@ class Invoker:
         notes: list[InvokeNote] = []
         active_set = set(active)
         with self._lock:
-            for record in self.store.invocations(self.session_id, in_flight=True):
+            # newest first: only an invoke's latest invocation can still be its current one
+            for record in reversed(self.store.invocations(self.session_id, in_flight=True)):
                 invoke = self._invoke(record.invoke)
                 now = self.clock.now()
                 if self.store.delivered(self.session_id, record.id):
@@ -369,7 +370,14 @@ class Invoker:
 
         flight.started.wait(START_WAIT)
         submit()
-        self.store.end_invocation(flight.record.id, outcome_kind, None, self.clock.now())
+        record_id, now = flight.record.id, self.clock.now()
+        if outcome_kind == "cancelled":
+            # Off the step's path: if this is lost in a crash, recover() finds the row of a
+            # state no longer active and writes the same outcome.
+            self._loop.call_soon_threadsafe(self.store.end_invocation, record_id,
+                                            outcome_kind, None, now)
+        else:
+            self.store.end_invocation(record_id, outcome_kind, None, now)
         return [self._note(outcome_kind, flight.record)]
 
     def shutdown(self, interrupt: bool = True) -> list[InvokeNote]:
