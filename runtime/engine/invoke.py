@@ -402,6 +402,20 @@ class Invoker:
         }, note)
 
 
+def stop_invocations(store: Store, session_id: str, *, at: float, grace: float = 5.0,
+                     outcome_kind: str = "cancelled") -> list[InvocationRecord]:
+    """Stop every agent a session's dead runner left in flight (pid + start time or
+    INTERLOCK_DISPATCH_ID checked first; TERM, KILL after ``grace``) and end its row with
+    ``outcome_kind``: for cancelling or removing a session that no runner holds. Returns
+    the rows it ended. Never call it while a live runner holds the session."""
+    ended: list[InvocationRecord] = []
+    for record in store.invocations(session_id, in_flight=True):
+        stop_group(record.pid, record.start_ticks, record.id, grace, time.sleep)
+        if store.end_invocation(record.id, outcome_kind, None, at):
+            ended.append(record)
+    return ended
+
+
 def _with_process(record: InvocationRecord, agent: SpooledAgent) -> InvocationRecord:
     return InvocationRecord(
         id=record.id, session_id=record.session_id, invoke=record.invoke, state=record.state,

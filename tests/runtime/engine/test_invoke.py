@@ -54,8 +54,12 @@ def test_a_finished_agent_raises_done_with_its_answer(store: SqliteStore, tmp_pa
     [record] = store.invocations("s1")
     assert record.outcome == "done" and data["invocation"] == record.id
     assert Path(record.spool, "stdout").read_text().startswith("v: GO")
-    kinds = [e.kind for e in store.journal("s1", after_seq=-1)]
-    assert kinds[:3] == ["created", "invoked", "event"]
+    journal = store.journal("s1", after_seq=-1)
+    assert [e.kind for e in journal][:3] == ["created", "invoked", "event"]
+    invoked = journal[1].data
+    assert (invoked["invocation"], invoked["pid"], invoked["startTicks"], invoked["spool"]) \
+        == (record.id, record.pid, record.start_ticks, record.spool)
+    assert invoked["argv"] == agent_argv() and invoked["invoke"] == "review"
     assert group_gone(record.pgid or 0)
 
 

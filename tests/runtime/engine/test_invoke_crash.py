@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from interlock.runtime.engine.invoke import stop_invocations
 from interlock.runtime.host.procfs import start_ticks
 from interlock.runtime.store.sqlite import SqliteStore
 
@@ -111,6 +112,15 @@ def test_fail_raises_runner_lost(store: SqliteStore, tmp_path: Path) -> None:
     assert len(pids(tmp_path / "pids")) == 1
     assert group_gone(pid)
     assert not alive_pid(pid_of_agent(tmp_path))
+
+
+def test_stop_invocations_stops_what_a_dead_runner_left(store: SqliteStore, tmp_path: Path
+                                                        ) -> None:
+    pid, _ = crash_mid_invoke(store, tmp_path, "adopt")
+    ended = stop_invocations(store, "s1", at=0.0, grace=1.0)
+    assert [r.pid for r in ended] == [pid]
+    assert group_gone(pid) and not alive_pid(pid_of_agent(tmp_path))
+    assert store.invocations("s1", in_flight=True) == []
 
 
 def pid_of_agent(tmp_path: Path) -> int:
