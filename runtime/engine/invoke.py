@@ -51,15 +51,19 @@ START_WAIT = 10.0  # longest wait for an agent's process to be started and recor
 
 @dataclass(frozen=True, slots=True)
 class ResolvedAgent:
-    """What an ``agent:`` invoke runs: the launch, and how to read its stdout into the
-    answer text and usage (an adapter's ``read``; None: stdout is the answer)."""
+    """What an ``agent:`` invoke runs: the launch, how to read its stdout into the
+    answer text and usage (an adapter's ``read``; None: stdout is the answer), and the
+    agent's own dispatch settings (None: the invoker's)."""
 
     launch: AgentLaunch
     read: Callable[[str], AgentOutput] | None = None
+    config: PollingConfiguration | None = None
 
 
-# (agent name from interlock.yaml, rendered prompt) -> what to run. The lead connects it
-# to runtime/agents: load_agents() + adapter_for(config).launch(config, prompt) / .read.
+# (agent name from interlock.yaml, rendered prompt) -> what to run. Connected to
+# runtime/agents as: config = resolve_agent(name, load_agents(path)); adapter =
+# adapter_for(config); ResolvedAgent(adapter.launch(config, prompt), adapter.read,
+# polling_for(config, base)).
 AgentResolver = Callable[[str, str], ResolvedAgent]
 
 
@@ -185,10 +189,10 @@ class Invoker:
             flight = _Flight(record, invoke)
             self._flights[invoke.id] = flight
             try:
-                read = self._command(invoke, context)[1]
+                _, read, config = self._command(invoke, context)
             except InvokeError:
-                read = None
-            self._launch(flight, None, context, read=read,
+                read, config = None, None
+            self._launch(flight, None, context, read=read, config=config,
                          adopt=(record.pid, record.start_ticks))
             return [self._note("adopted", record, f"pid {record.pid}")]
         self._stop_left(record)
@@ -216,11 +220,11 @@ class Invoker:
         seq = len(self.store.invocations(self.session_id)) + 1
         spool = self.folder / f"{seq:04d}-{invoke.id}"
         try:
-            command, read = self._command(invoke, context)
+            command, read, config = self._command(invoke, context)
             argv = command.argv
             error = None
         except InvokeError as exc:
-            command, read, argv, error = None, None, (), str(exc)
+            command, read, config, argv, error = None, None, None, (), str(exc)
         record = InvocationRecord(
             id=invocation_id, session_id=self.session_id, invoke=invoke.id, state=invoke.state,
             argv=argv, spool=str(spool), started_at=self.clock.now())
@@ -232,12 +236,13 @@ class Invoker:
             self.store.end_invocation(record.id, "error", "spawn_error", self.clock.now())
             self._deliver(record, invoke, _spawn_error_data(record, error or ""), "spawn_error")
             return self._note(kind, record, f"spawn_error: {error}")
-        self._launch(flight, command, context, read=read)
+        self._launch(flight, command, context, read=read, config=config)
         flight.started.wait(START_WAIT)
         return self._note(kind, flight.record)
 
     def _command(self, invoke: InvokeIR, context: Mapping[str, Any]
-                 ) -> tuple[AgentCommand, Callable[[str], AgentOutput] | None]:
+                 ) -> tuple[AgentCommand, Callable[[str], AgentOutput] | None,
+                            PollingConfiguration | None]:
         try:
             inputs = {k: render(v, context, {}) if isinstance(v, str) else v
                       for k, v in invoke.input.items()}
@@ -248,7 +253,7 @@ class Invoker:
         except (jinja2.TemplateError, OSError) as exc:
             raise InvokeError(f"invoke {invoke.id!r} prompt: {exc}") from None
         if invoke.command is not None:
-            return AgentCommand(tuple(invoke.command), prompt, invoke.id), None
+            return AgentCommand(tuple(invoke.command), prompt, invoke.id), None, None
         if self.resolver is None or invoke.agent is None:
             raise InvokeError(f"invoke {invoke.id!r}: no agent resolver for agent "
                               f"{invoke.agent!r}")
@@ -259,7 +264,8 @@ class Invoker:
         launch = resolved.launch
         options = SpawnOptions(cwd=Path(launch.cwd) if launch.cwd else None,
                                env=dict(launch.env) or None)
-        return AgentCommand(launch.argv, launch.stdin, invoke.id, options), resolved.read
+        return (AgentCommand(launch.argv, launch.stdin, invoke.id, options), resolved.read,
+                resolved.config)
 
     def _timeout(self, invoke: InvokeIR, context: Mapping[str, Any]) -> float | None:
         delay = invoke.timeout
@@ -278,6 +284,7 @@ class Invoker:
     def _launch(self, flight: _Flight, command: AgentCommand | None,
                 context: Mapping[str, Any], *,
                 read: Callable[[str], AgentOutput] | None = None,
+                config: PollingConfiguration | None = None,
                 adopt: tuple[int, str] | None = None) -> None:
         record = flight.record
         timeout = self._timeout(flight.invoke, context)
@@ -292,7 +299,8 @@ class Invoker:
             flight.started.set()
 
         dispatch = SpooledDispatch(
-            command, self.config, spool=Spool(Path(record.spool)), invocation_id=record.id,
+            command, config or self.config, spool=Spool(Path(record.spool)),
+            invocation_id=record.id,
             adopt=adopt, timeout=timeout, on_started=started,
             read=(lambda text: read(text).answer) if read is not None else None)
         flight.dispatch = dispatch

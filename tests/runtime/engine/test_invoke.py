@@ -11,6 +11,7 @@ import pytest
 
 from interlock.machines import Call
 from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
+from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.engine.invoke import ResolvedAgent
 from interlock.runtime.engine.runner import Runner
@@ -296,3 +297,22 @@ def test_an_agent_invoke_without_a_resolver_is_a_spawn_error(store: SqliteStore,
         runner.close()
     data = outcome(store)
     assert data["reason"] == "spawn_error" and "resolver" in data["message"]
+
+
+def test_an_agents_own_dispatch_settings_apply(store: SqliteStore, tmp_path: Path) -> None:
+    """A resolved agent's PollingConfiguration replaces the invoker's: here its required
+    field is one the answer lacks, so the answer is not a complete document."""
+    config = PollingConfiguration.model_validate({"completionMarkers": {"requiredField": "x"}})
+    (tmp_path / "prompt.j2").write_text("hi\n")
+
+    def resolve(name: str, prompt: str) -> ResolvedAgent:
+        return ResolvedAgent(AgentLaunch(tuple(agent_argv()), stdin=prompt), config=config)
+
+    runner, _ = Runner.open(store, AGENT_SPEC, str(tmp_path / "agents.yaml"), session_id="s1",
+                            bindings=BINDINGS, context={"area": "x"},
+                            folder=tmp_path / "session", agents=resolve)
+    try:
+        run_until(runner, lambda: runner.session.is_final)
+    finally:
+        runner.close()
+    assert outcome(store)["reason"] == "invalid_answer"
