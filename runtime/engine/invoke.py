@@ -361,9 +361,12 @@ class Invoker:
     # -- stopping ---------------------------------------------------------------------
 
     def _cancel(self, flight: _Flight, outcome_kind: str) -> list[InvokeNote]:
-        """Stop the flight's agent (TERM -> KILL, waiting until its group is gone)."""
+        """Stop the flight's agent (TERM -> KILL, waiting until its group is gone); with
+        ``outcome_kind`` "detached", only stop following it (nothing is written)."""
         if not self._settle(flight):
             return []
+        if outcome_kind == "detached" and flight.dispatch is not None:
+            flight.dispatch.detached = True
 
         async def stop() -> None:
             task = flight.task
@@ -379,6 +382,8 @@ class Invoker:
         flight.started.wait(START_WAIT)
         submit()
         record_id, now = flight.record.id, self.clock.now()
+        if outcome_kind == "detached":
+            return []
         if outcome_kind == "cancelled":
             # Off the step's path: if this is lost in a crash, recover() finds the row of a
             # state no longer active and writes the same outcome.
@@ -389,12 +394,12 @@ class Invoker:
         return [self._note(outcome_kind, flight.record)]
 
     def shutdown(self, interrupt: bool = True) -> list[InvokeNote]:
-        """Stop every agent still running (journaled ``interrupted``) and the loop."""
+        """Stop every agent still running (journaled ``interrupted``) and the loop; with
+        ``interrupt`` False, leave the agents running (another runner owns them now)."""
         notes: list[InvokeNote] = []
         with self._lock:
-            if interrupt:
-                for flight in list(self._flights.values()):
-                    notes += self._cancel(flight, "interrupted")
+            for flight in list(self._flights.values()):
+                notes += self._cancel(flight, "interrupted" if interrupt else "detached")
             self._flights.clear()
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)

@@ -211,6 +211,16 @@ class SpooledAgent(AgentProcess):
             pass
         return bool(self._ours())  # something is: a live member of ours, or a zombie
 
+    def detach(self) -> None:
+        """Let go of the agent without stopping it (another runner now owns it)."""
+        self._popen_child = None
+        for stream in list(self.fds):
+            self.close_stream(stream)
+        if self.pidfd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+            self.pidfd = -1
+
     def close(self) -> None:
         for stream in list(self.fds):
             self.close_stream(stream)
@@ -279,6 +289,7 @@ class SpooledDispatch(Dispatch):
         self.read_answer = read
         self.on_started = on_started
         self.agent: SpooledAgent | None = None
+        self.detached = False  # set before cancelling: leave the agent running
 
     def _context(self) -> dict[str, Any]:
         context = super()._context()
@@ -326,6 +337,15 @@ class SpooledDispatch(Dispatch):
         else:
             loop.call_soon(self._guarded, self._on_exit)
         self._arm("tail", loop.time() + TAIL_INTERVAL, self._tail)
+
+    async def _stop_process(self) -> None:
+        agent = self.agent
+        if not self.detached or agent is None:
+            await super()._stop_process()
+            return
+        if agent.pidfd >= 0 and self._loop is not None:
+            self._loop.remove_reader(agent.pidfd)
+        agent.detach()
 
     def _tail(self) -> None:
         self._drain()

@@ -321,13 +321,26 @@ class Runner:
             wake.clear()
 
     def close(self) -> None:
-        """Stop the agents still running (journaled ``interrupted``), give up the lease."""
+        """Stop the agents still running (journaled ``interrupted``), give up the lease.
+        A runner that lost its lease leaves the agents to the runner that took over."""
         if self.invoker is not None:
             invoker, self.invoker = self.invoker, None
-            notes = invoker.shutdown()
-            with contextlib.suppress(SessionBusy, StoreError):
-                self._journal(notes)
+            ours = self._holds_lease()
+            notes = invoker.shutdown(interrupt=ours)
+            if ours:
+                with contextlib.suppress(SessionBusy, StoreError):
+                    self._journal(notes)
         self.store.release(self.lease)
+
+    def _holds_lease(self) -> bool:
+        try:
+            holder = self.store.holder(self.session_id)
+        except SessionNotFound:
+            return True  # the session is gone: nobody else will stop its agents
+        except StoreError:
+            return True
+        return holder is not None and (holder.owner, holder.token) == (self.lease.owner,
+                                                                       self.lease.token)
 
     # -- invokes ----------------------------------------------------------------------
 

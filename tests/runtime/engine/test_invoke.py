@@ -316,3 +316,28 @@ def test_an_agents_own_dispatch_settings_apply(store: SqliteStore, tmp_path: Pat
     finally:
         runner.close()
     assert outcome(store)["reason"] == "invalid_answer"
+
+
+def test_a_runner_that_lost_its_lease_leaves_the_agent_to_its_successor(
+        store: SqliteStore, tmp_path: Path) -> None:
+    clock = ManualClock()
+    started = tmp_path / "pids"
+    spec = one_invoke_spec(agent_argv("--pids", str(started), "--delay", "8"))
+    first = open_runner(store, spec, tmp_path, clock=clock, owner="elsewhere:1:a")
+    try:
+        wait_for(lambda: len(pids(started)) == 1)
+        [record] = first.invocations_in_flight()
+        clock.advance(31)  # the first runner's lease expires
+        second = open_runner(store, None, tmp_path, clock=clock,  # type: ignore[arg-type]
+                             owner="elsewhere:2:b")
+    finally:
+        first.close()
+    try:
+        [adopted] = second.invocations_in_flight()
+        assert (adopted.id, adopted.pid) == (record.id, record.pid)
+        assert record.pid is not None and not group_gone(record.pid)  # not killed by first
+    finally:
+        second.close()
+    assert group_gone(record.pid)
+    assert len(pids(started)) == 1  # adopted, never started twice
+    assert store.invocations("s1")[0].outcome == "interrupted"  # by the second runner
