@@ -33,6 +33,7 @@ pg-stop:
 
 lint: $(STAMP)
 	$(BIN)/ruff check machines runtime tests bench
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	bash scripts/typecheck.sh

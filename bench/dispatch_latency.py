@@ -55,8 +55,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
-from interlock.runtime.dispatch.dispatcher import AgentCommand, Dispatch, DispatchResult
+from interlock.runtime.dispatch import (
+    AgentCommand,
+    Dispatch,
+    DispatchResult,
+    PollingConfiguration,
+    parse_dispatch_config,
+)
 from interlock.runtime.dispatch.process import group_members, kill_group_now
 
 AGENT = Path(__file__).resolve().parent / "agents" / "stamped_answer.py"

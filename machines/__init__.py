@@ -8,10 +8,14 @@ clock, processes or databases; reading a spec file is the only I/O (``load``).
 ...                      "  closed: {on: {open: opened}}\\n  opened: {on: {close: closed}}\\n"))
 >>> ir.events
 ('close', 'open')
+
+:func:`load_checked` is the path to a machine that may be used: load, IR, lint, and a
+:class:`SpecError` for any error.
 """
 
 from interlock.machines.backends.calls import UnboundNameError
 from interlock.machines.bindings import Binding, Bindings, Call
+from interlock.machines.checked import check_ir, load_checked
 from interlock.machines.compile import compile
 from interlock.machines.diagnostics import Diagnostic, Mark, Severity, SpecError
 from interlock.machines.ir import MachineIR, StateIR, TransitionIR, build_ir
@@ -33,8 +37,10 @@ __all__ = [
     "TransitionIR",
     "UnboundNameError",
     "build_ir",
+    "check_ir",
     "compile",
     "lint",
     "load",
+    "load_checked",
     "loads",
 ]

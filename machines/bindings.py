@@ -25,6 +25,9 @@ class Call:
     # Events an action raises go to the internal queue: handled before the next external one.
     # Made on first use: most calls raise nothing, and this runs on every guard and action.
     raised: list[tuple[str, dict[str, Any]]] | None = None
+    # The session the call runs in, when a runtime runs it (interlock.runtime's
+    # SessionContext: id, folder, clock, log); None for a bare compiled machine.
+    session: Any = None
 
     def raise_event(self, event: str, **data: Any) -> None:
         if self.raised is None:

@@ -16,9 +16,8 @@ from typing import Literal, get_args
 
 from interlock.machines.backends.base import CompiledMachine
 from interlock.machines.bindings import Bindings
-from interlock.machines.diagnostics import SpecError
-from interlock.machines.ir import MachineIR, build_ir
-from interlock.machines.lint import lint
+from interlock.machines.checked import check_ir
+from interlock.machines.ir import MachineIR
 from interlock.machines.spec import Spec
 
 Target = Literal["statemachine", "transitions"]
@@ -47,8 +46,4 @@ def compile(
     no binding compile, and raise ``UnboundNameError`` when reached at run time.
     """
     backend = _backend(target)
-    ir = build_ir(spec) if isinstance(spec, Spec) else spec
-    errors = [d for d in lint(ir, bindings) if d.is_error]
-    if errors:
-        raise SpecError(errors)
-    return backend(ir, bindings)
+    return backend(check_ir(spec, bindings), bindings)

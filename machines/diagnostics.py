@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -65,6 +66,12 @@ def warning(code: str, message: str, mark: Mark, hint: str | None = None) -> Dia
     return Diagnostic(code, Severity.WARNING, message, mark, hint)
 
 
+def did_you_mean(word: str, options: Iterable[str]) -> str | None:
+    """A hint naming the option closest to ``word``, or None when none is close."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
 def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     return sorted(diagnostics, key=lambda d: (d.mark, d.code, d.message))
 
@@ -110,10 +117,18 @@ CODES: dict[str, str] = {
     "M209": "nondeterminism: an earlier unguarded transition hides this one",
     "M210": "unguarded eventless loop",
     "M211": "guard or action is not bound",
-    "M212": "delay names an unknown or non-numeric context field",
+    "M212": "delay or invoke timeout names an unknown or non-numeric context field",
     "M213": "reserved event name",
     "M214": "state kind does not allow this field",
     "M215": "context default does not match its type",
+    "M216": "invoke names both or neither of `agent` and `command`, or an empty command",
+    "M217": "invoke gives both `prompt` and `prompt_file`",
+    "M218": "invoke `prompt_file` cannot be read",
+    "M219": "Jinja2 syntax error in an invoke template",
+    "M220": "done.invoke/error.invoke event for an id no state invokes",
+    "M221": "duplicate invoke id",
+    "M222": "invoke names an agent interlock.yaml does not define",
+    "M223": "done/error.invoke event listened for where its invocation is never running",
     # B: backend refusals (compile targets that cannot express a feature)
     "B301": "the transitions backend cannot express this feature",
     # D: dispatch configuration (the `dispatch:` key of interlock.yaml, CLI flags)

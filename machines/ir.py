@@ -329,6 +329,7 @@ def _invoke(sid: str, spec: InvokeSpec | None) -> InvokeIR | None:
     marks = {name: spec.mark_of(name)
              for name in ("id", "agent", "command", "prompt", "prompt_file", "input", "timeout",
                           "on_resume")}
+    marks.update({f"input.{key}": spec.key_mark_of("input", key) for key in spec.input})
     return InvokeIR(
         id=spec.id or sid,
         state=sid,

@@ -22,23 +22,42 @@ M213   reserved event names (``after.*``, ``done.*``, ``error.*``) other than th
        engine raises (``error.execution``, ``done.invoke.<id>``, ``error.invoke.<id>``)
 M214   a field the state's kind does not allow
 M215   context default that does not match its type
+M216   ``invoke:`` with both or neither of ``agent`` and ``command``, or an empty command
+M217   ``invoke:`` with both ``prompt`` and ``prompt_file``
+M218   ``invoke:`` ``prompt_file`` missing or unreadable (only for a spec read from a file)
+M219   Jinja2 syntax error in an invoke's ``prompt``, ``prompt_file`` or ``input`` string
+M220   ``done.invoke.<id>`` / ``error.invoke.<id>`` where no state invokes ``<id>``
+M221   duplicate invoke id
+M222   invoke ``agent`` not in interlock.yaml ``agents:`` (only when agents are given)
+M223   ``done.invoke.<id>`` / ``error.invoke.<id>`` where ``<id>`` never runs (warning)
 =====  ==========================================================================
+
+S104 also covers an invoke's ``id``, S105 and M212 its ``timeout`` (a duration or a
+context field, like an ``after:`` key), M214 an ``invoke:`` on a final or history state.
+The invoke checks live in :mod:`.lint_invoke`.
 """
 
 from __future__ import annotations
 
-import difflib
 import keyword
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import pairwise
 from typing import Any
 
-from interlock.machines.diagnostics import Diagnostic, Mark, error, sort_diagnostics, warning
+from interlock.machines.diagnostics import (
+    Diagnostic,
+    Mark,
+    did_you_mean,
+    error,
+    sort_diagnostics,
+    warning,
+)
 from interlock.machines.durations import parse_duration
 from interlock.machines.events import engine_raised, reserved_reason
 from interlock.machines.ir import (
     ContextFieldIR,
+    InvokeIR,
     MachineIR,
     StateIR,
     StateKind,
@@ -46,6 +65,7 @@ from interlock.machines.ir import (
     TransitionKind,
     build_ir,
 )
+from interlock.machines.lint_invoke import check_invokes
 from interlock.machines.spec import Spec
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -59,9 +79,15 @@ _TRANSITION_FIELDS: dict[TransitionKind, str] = {
 
 
 def lint(
-    target: Spec | MachineIR, bindings: Mapping[str, object] | None = None
+    target: Spec | MachineIR,
+    bindings: Mapping[str, object] | None = None,
+    agents: Collection[str] | None = None,
 ) -> list[Diagnostic]:
-    """Every problem in a machine, errors and warnings, sorted by position."""
+    """Every problem in a machine, errors and warnings, sorted by position.
+
+    ``bindings`` (guard and action names) enables M211, ``agents`` (the names of
+    interlock.yaml ``agents:``) M222; when None, those names are not checked.
+    """
     ir = build_ir(target) if isinstance(target, Spec) else target
     tree = _Tree(ir)
     found: list[Diagnostic] = []
@@ -69,6 +95,7 @@ def lint(
         found.extend(check(ir, tree))
     if bindings is not None:
         found.extend(_check_bindings(ir, bindings))
+    found.extend(check_invokes(ir, agents))
     return sort_diagnostics(dict.fromkeys(found))
 
 
@@ -131,11 +158,6 @@ class _Tree:
     def leaves(self) -> list[str]:
         return [sid for sid, s in self.ir.states.items()
                 if not s.is_history and not self.children(sid)]
-
-
-def _did_you_mean(word: str, options: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
 
 
 def _describe(t: TransitionIR) -> str:
@@ -206,6 +228,10 @@ def _check_identifiers(ir: MachineIR, tree: _Tree) -> Iterator[Diagnostic]:
     for state in ir.declared:
         yield from _identifier(f"state id {state.id!r}", state.id, state.mark)
         yield from _check_event_names(state)
+        invoke = state.invoke
+        if invoke is not None and invoke.mark_of("id") != invoke.mark:
+            yield from _identifier(f"invoke id {invoke.id!r} of state {state.id!r}",
+                                   invoke.id, invoke.mark_of("id"))
     for name, what, mark in _callables(ir):
         yield from _identifier(what, name, mark)
 
@@ -230,15 +256,32 @@ def _check_delays(ir: MachineIR, tree: _Tree) -> Iterator[Diagnostic]:
     for state in ir.declared:
         for t in _first_per_event(state, TransitionKind.AFTER):
             if t.delay is not None and t.delay.seconds is None:
-                yield from _check_delay_key(ir, state, t.delay.text, t.mark_of("event"))
+                yield from _check_delay_key(ir, f"`after:` key {t.delay.text!r} in state "
+                                            f"{state.id!r}", t.delay.text, t.mark_of("event"))
+        if state.invoke is not None:
+            yield from _check_timeout(ir, state.invoke)
 
 
-def _check_delay_key(ir: MachineIR, state: StateIR, key: str, mark: Mark) -> Iterator[Diagnostic]:
+def _check_timeout(ir: MachineIR, invoke: InvokeIR) -> Iterator[Diagnostic]:
+    timeout = invoke.timeout
+    if timeout is None:
+        return
+    what = f"`timeout:` {timeout.text!r} of the invoke of state {invoke.state!r}"
+    if timeout.seconds is None:
+        yield from _check_delay_key(ir, what, timeout.text, invoke.mark_of("timeout"))
+    elif timeout.seconds <= 0:
+        yield error("S105", f"{what} is zero: the invocation would time out at once",
+                    invoke.mark_of("timeout"),
+                    "write a positive duration such as 10m, or remove `timeout:` to use "
+                    "the dispatch settings")
+
+
+def _check_delay_key(ir: MachineIR, what: str, key: str, mark: Mark) -> Iterator[Diagnostic]:
+    """S105/M212 for a delay or timeout that is not a literal duration; ``what`` names it."""
     if _identifier_problem(key) is not None:
         yield error(
             "S105",
-            f"`after:` key {key!r} in state {state.id!r} is neither a duration nor a "
-            "context field name",
+            f"{what} is neither a duration nor a context field name",
             mark,
             "write a duration such as 500ms, 30s, 3m or 1h30m, or the name of an int, "
             "float or duration context field",
@@ -249,25 +292,24 @@ def _check_delay_key(ir: MachineIR, state: StateIR, key: str, mark: Mark) -> Ite
         numeric = [f.name for f in ir.context.values() if f.type in _DELAY_TYPES]
         yield error(
             "M212",
-            f"`after:` key {key!r} in state {state.id!r} is not a duration and names no "
-            "context field",
+            f"{what} is not a duration and names no context field",
             mark,
-            _did_you_mean(key, numeric)
+            did_you_mean(key, numeric)
             or f"declare it under `context:` as `{key}: {{type: duration, default: 30s}}`",
         )
     elif field.type not in _DELAY_TYPES:
         yield error(
             "M212",
-            f"`after:` key {key!r} in state {state.id!r} names context field {key!r} of "
-            f"type {field.type}; a delay must be int or float (seconds) or duration",
+            f"{what} names context field {key!r} of type {field.type}; a delay must be "
+            "int or float (seconds) or duration",
             mark,
             f"change the field's type to duration, or write a duration instead of {key!r}",
         )
     elif field.default is not None and not _is_delay(field.default):
         yield error(
             "M212",
-            f"`after:` key {key!r} in state {state.id!r} names context field {key!r} whose "
-            f"default {field.default!r} is not a valid delay",
+            f"{what} names context field {key!r} whose default {field.default!r} is not a "
+            "valid delay",
             mark,
             "give the field a non-negative number of seconds or a duration such as 30s",
         )
@@ -294,7 +336,7 @@ def _check_targets(ir: MachineIR, tree: _Tree) -> Iterator[Diagnostic]:
                     "M201",
                     f"target {t.target!r} of {_describe(t)} is not a state",
                     t.mark_of("target"),
-                    _did_you_mean(t.target, ir.states) or "targets are state ids",
+                    did_you_mean(t.target, ir.states) or "targets are state ids",
                 )
         if state.is_history and state.default is not None:
             yield from _check_history_default(ir, tree, state, state.default)
@@ -307,7 +349,7 @@ def _check_history_default(
     parent = state.parent
     if default not in ir.states:
         yield error("M201", f"default {default!r} of history state {state.id!r} is not a state",
-                    mark, _did_you_mean(default, ir.states))
+                    mark, did_you_mean(default, ir.states))
     elif ir.states[default].is_history:
         yield error("M201", f"default {default!r} of history state {state.id!r} is itself a "
                     "history state; name a real state", mark)
@@ -318,7 +360,7 @@ def _check_history_default(
             f"default {default!r} of history state {state.id!r} is not inside {parent!r}; "
             f"a history default must be a state within the history state's parent",
             mark,
-            _did_you_mean(default, inside) or f"one of: {', '.join(inside[:8])}",
+            did_you_mean(default, inside) or f"one of: {', '.join(inside[:8])}",
         )
 
 
@@ -377,7 +419,7 @@ def _wrong_initial(
         why = f"is inside {state.parent!r}"
     else:
         why = "is a top-level state"
-    hint = _did_you_mean(initial, regions) or (
+    hint = did_you_mean(initial, regions) or (
         f"one of: {', '.join(regions)}" if regions else None)
     return error("M203", f"initial {initial!r} of {owner} {why}; it must be {wanted}", mark,
                  hint)
@@ -583,6 +625,10 @@ def _final_fields(ir: MachineIR, state: StateIR) -> Iterator[Diagnostic]:
         yield _kind_field(state, "states", "child states")
     if state.initial is not None:
         yield _kind_field(state, "initial", "an `initial:`")
+    if state.invoke is not None:
+        yield error("M214", f"final state {state.id!r} cannot have an `invoke:`: a final "
+                    "state does no more work", state.mark_of("invoke"),
+                    "invoke in the state before it, or remove `invoke:`")
 
 
 def _history_fields(ir: MachineIR, state: StateIR) -> Iterator[Diagnostic]:
@@ -593,6 +639,8 @@ def _history_fields(ir: MachineIR, state: StateIR) -> Iterator[Diagnostic]:
     for hook, actions in (("entry", state.entry), ("exit", state.exit)):
         if actions:
             yield _kind_field(state, hook, f"`{hook}:` actions")
+    if state.invoke is not None:
+        yield _kind_field(state, "invoke", "an `invoke:`")
     for kind in _kinds_present(state):
         field = _TRANSITION_FIELDS[kind]
         yield _kind_field(state, field, f"`{field}:` transitions")
@@ -807,7 +855,7 @@ def _check_bindings(ir: MachineIR, bindings: Mapping[str, object]) -> Iterator[D
     for name, what, mark in _callables(ir):
         if name not in bindings:
             yield error("M211", f"{what} is not bound", mark,
-                        _did_you_mean(name, bindings)
+                        did_you_mean(name, bindings)
                         or f"register a callable named {name!r} in the bindings")
 
 

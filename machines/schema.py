@@ -1,8 +1,8 @@
 """The JSON Schema of spec files, generated from the spec model, for editors.
 
 The model describes the normalized form; YAML authors also write shorthands
-(``on: {go: done}``, ``entry: start``), so the generated schema is widened to accept
-exactly the shorthands :mod:`.spec` normalizes.
+(``on: {go: done}``, ``entry: start``, ``timeout: 90``), so the generated schema is
+widened to accept exactly the shorthands :mod:`.spec` normalizes.
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ def spec_json_schema() -> dict[str, Any]:
     for name in ("entry", "exit", "tags"):
         state[name] = _names_or_list(state[name])
     schema["properties"]["tags"] = _names_or_list(schema["properties"]["tags"])
+    invoke = defs["InvokeSpec"]["properties"]
+    invoke["timeout"] = {"description": invoke["timeout"]["description"],
+                         "anyOf": [{"type": "string"}, {"type": "number", "exclusiveMinimum": 0},
+                                   {"type": "null"}]}
     transition = defs["TransitionSpec"]["properties"]
     transition["actions"] = _names_or_list(transition["actions"])
     defs["TransitionsInput"] = _TRANSITIONS_INPUT

@@ -100,20 +100,46 @@ class ContextField(Node):
 
 
 class InvokeSpec(Node):
-    """An agent the state runs while it is active (XState's invoke, SCXML's <invoke>)."""
+    """An agent the state runs while it is active (XState's invoke, SCXML's <invoke>).
 
-    id: str | None = Field(default=None, description="Names done.invoke.<id> and "
-                           "error.invoke.<id>; default: the state's id.")
-    agent: str | None = Field(default=None, description="A name from interlock.yaml agents:.")
-    command: list[str] | None = Field(default=None, description="An argv, instead of agent.")
-    prompt: str | None = Field(default=None, description="A Jinja2 template.")
-    prompt_file: str | None = Field(default=None, description="A Jinja2 template file, "
-                                    "relative to the spec file.")
-    input: dict[str, Any] = Field(default_factory=dict, description="Values for the prompt; "
-                                  "strings are Jinja2 templates.")
-    timeout: str | None = Field(default=None, description="A duration or a context field.")
+    Started when the state is entered, cancelled when it is left; it reports back with
+    ``done.invoke.<id>`` (finished) or ``error.invoke.<id>`` (failed).
+    """
+
+    id: str | None = Field(
+        default=None,
+        description="Names the events it raises, done.invoke.<id> and error.invoke.<id>; "
+        "unique in the machine. Default: the state's id.")
+    agent: str | None = Field(
+        default=None,
+        description="The agent to run: a name from the `agents:` of interlock.yaml. "
+        "Exactly one of agent and command.")
+    command: list[str] | None = Field(
+        default=None,
+        description="The program to run, as an argv list (program first), instead of an "
+        "agent. Exactly one of agent and command.")
+    prompt: str | None = Field(
+        default=None,
+        description="The prompt: a Jinja2 template (StrictUndefined) rendered from "
+        "`context`, `input` and `signals` (pending STEER/INFO messages). Or prompt_file.")
+    prompt_file: str | None = Field(
+        default=None,
+        description="A file holding the prompt template, relative to the spec file's "
+        "folder. Or prompt.")
+    input: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Named values handed to the agent and to the prompt as `input`; "
+        "strings in them are Jinja2 templates rendered from `context` and `signals`.")
+    timeout: str | None = Field(
+        default=None,
+        description="How long it may run before error.invoke.<id>: a duration (90, 30s, "
+        "10m, 1h30m) or the name of an int, float or duration context field. Default: "
+        "the dispatch settings.")
     on_resume: Literal["adopt", "restart", "fail"] = Field(
-        default="adopt", description="After a runner crash: reattach, start anew, or fail.")
+        default="adopt",
+        description="What a runner resumed after a crash does with an invocation still "
+        "running: adopt (reattach to the same process), restart (stop it, start a new "
+        "one), or fail (raise error.invoke.<id> with reason runner_lost).")
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -149,7 +175,8 @@ class StateSpec(Node):
         default=None, description="For type: history, the state entered when none is recorded."
     )
     invoke: InvokeSpec | None = Field(
-        default=None, description="An agent started on entry and cancelled on exit."
+        default=None, description="An agent started when the state is entered and "
+        "cancelled when it is left; it raises done.invoke.<id> or error.invoke.<id>."
     )
 
     _lists = field_validator("entry", "exit", "tags", mode="before")(_as_list)

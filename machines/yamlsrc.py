@@ -1,10 +1,29 @@
-"""Safe YAML reading that remembers where every key and value came from.
+"""interlock's one YAML reader: safe, YAML 1.2 booleans, hostile documents refused.
 
-The document is composed with PyYAML's safe composer (no Python tags), then converted
-to plain dicts, lists and scalars while a :class:`SourceMap` records the mark of every
-path. Duplicate keys are errors (never silently last-wins); size, depth and node count
-are capped so that a hostile document (an alias bomb, 10,000 nested brackets) yields a
-diagnostic instead of a hang or a traceback.
+Two readings of the same YAML:
+
+* :func:`parse_yaml` (specs, signals): the document is composed with PyYAML's safe
+  composer (no Python tags), then converted to plain dicts, lists and scalars while a
+  :class:`SourceMap` records the mark of every path. Duplicate keys are errors (never
+  silently last-wins); size, depth and node count are capped so that a hostile document
+  (an alias bomb, 10,000 nested brackets) yields a diagnostic instead of a hang or a
+  traceback.
+* :func:`load_yaml` (agent output, metadata): plain data and nothing else, as fast as
+  libyaml parses it, for text read many times over (the dispatcher parses an agent's
+  output as it grows). Its guards run before libyaml sees the text: libyaml recurses in
+  C, so deep nesting is refused (:class:`YamlRefused`) rather than crashing the process,
+  and so are anchors with aliases (nothing read this way needs them, and they let a small
+  document expand exponentially).
+
+Both read YAML 1.2 booleans: only ``true``/``false`` (any case); ``yes``, ``on``, ``NO``
+stay strings.
+
+>>> load_yaml("v: NO\\nok: true\\nwhen: [on, off]")
+{'v': 'NO', 'ok': True, 'when': ['on', 'off']}
+>>> yaml_refusal("a: &x [1]\\nb: *x")  # load_yaml raises YamlRefused with this
+'YAML anchors and aliases are not accepted'
+>>> yaml_refusal("message: 'fish &chips *today*'") is None
+True
 """
 
 from __future__ import annotations
@@ -30,17 +49,31 @@ _BOOL_TAG = "tag:yaml.org,2002:bool"
 _PLAIN_TAGS = ("tag:yaml.org,2002:seq", "tag:yaml.org,2002:map")  # of collections
 
 
+def _yaml12_booleans(loader: type[Any]) -> None:
+    """Make ``loader`` resolve only true/false (any case) as booleans, as YAML 1.2 does."""
+    loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    loader.add_implicit_resolver(
+        _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader with YAML 1.2 booleans: only true/false. ``on:``, ``yes``, ``off`` are strings."""
 
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
+_yaml12_booleans(_Loader)
+
+_FastBase: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _FastLoader(_FastBase):  # type: ignore[misc]
+    """The same reading on libyaml when it is installed (no marks kept: :func:`load_yaml`)."""
+
+
+_yaml12_booleans(_FastLoader)
 
 
 @dataclass
@@ -295,3 +328,63 @@ def parse_yaml(raw: bytes | str, file: str) -> Document:
     if converter.diagnostics:
         raise SpecError(list(dict.fromkeys(converter.diagnostics)))  # merges re-read anchors
     return Document(data, converter.source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain data, fast (no source marks)
+
+MAX_FLOW_DEPTH = 500
+MAX_BLOCK_RUN = 1000
+_BRACKET = re.compile(r"[\[\]{}]")
+_BLOCK_RUN = re.compile(rf"^[ \-?]{{{MAX_BLOCK_RUN}}}", re.MULTILINE)
+_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s,\[\]{}]")
+_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s,\[\]{}]")
+
+
+class YamlRefused(ValueError):
+    """:func:`load_yaml` will not hand this text to the parser (see :func:`yaml_refusal`)."""
+
+
+def _anchors_and_aliases(text: str) -> bool:
+    """Whether the text really holds an anchor and an alias (a cheap look for ``&x`` and
+    ``*x`` first; only then the tokens, so ``&`` and ``*`` in quoted text do not count)."""
+    if not (_ANCHOR.search(text) and _ALIAS.search(text)):
+        return False
+    anchor = alias = False
+    try:
+        for token in yaml.scan(text, Loader=_FastLoader):
+            anchor = anchor or isinstance(token, yaml.AnchorToken)
+            alias = alias or isinstance(token, yaml.AliasToken)
+            if anchor and alias:
+                return True
+    except yaml.YAMLError:
+        return False  # the parser reports the same error, with its line
+    return False
+
+
+def yaml_refusal(text: str) -> str | None:
+    """Why :func:`load_yaml` refuses ``text``, or None: nesting deeper than libyaml can
+    take (it recurses in C), or anchors with aliases (an alias bomb)."""
+    if _BLOCK_RUN.search(text):
+        return "YAML nesting too deep"
+    if text.count("[") + text.count("{") > MAX_FLOW_DEPTH:
+        depth = 0
+        for m in _BRACKET.finditer(text):
+            depth += 1 if m.group() in "[{" else -1
+            if depth > MAX_FLOW_DEPTH:
+                return "YAML nesting too deep"
+    if _anchors_and_aliases(text):
+        return "YAML anchors and aliases are not accepted"
+    return None
+
+
+def load_yaml(text: str | bytes) -> Any:
+    """One YAML document as plain data: safe constructors only, YAML 1.2 booleans, libyaml
+    when available. Raises :class:`YamlRefused` (a ValueError) for what :func:`yaml_refusal`
+    names, and ``yaml.YAMLError`` for text that does not parse."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    refusal = yaml_refusal(text)
+    if refusal is not None:
+        raise YamlRefused(refusal)
+    return yaml.load(text, Loader=_FastLoader)

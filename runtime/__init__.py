@@ -1,1 +1,112 @@
-"""interlock.runtime: everything that touches files, processes, clocks and stores."""
+"""interlock.runtime: the façade over everything that touches files, processes, clocks and
+stores. The command line calls only this; so can you.
+
+Every call is a coroutine (``interlock.runtime.sync`` has the same calls, blocking)::
+
+    import asyncio
+    from interlock import runtime
+
+    result = asyncio.run(runtime.start("door.yaml", bindings="door_bindings.py"))
+    print(result.outcome, result.active)
+
+Names are imported on first use, so ``import interlock.runtime`` stays cheap for agent
+processes that only need one room.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_MODULES: dict[str, tuple[str, ...]] = {
+    "sessions": ("start", "create", "resume", "cancel", "remove", "send", "status", "sessions",
+                 "log", "follow", "SessionContext", "accepted_events", "resolve_bindings",
+                 "check_session_id", "SessionInfo", "SessionStatus", "RunResult",
+                 "SendReceipt", "TimerInfo", "RunnerInfo"),
+    "errors": ("InterlockError", "UsageError", "NotFound", "Conflict", "StepFailed"),
+    "specs": ("validate", "Validation", "draw", "draw_session", "draw_all", "spec_schema",
+              "builtin_specs", "resolve_spec"),
+    "dispatching": ("dispatch_agents", "dispatch_config", "AgentCommand", "DispatchResult",
+                    "PollingConfiguration", "SpawnOptions", "ConfigError",
+                    "parse_dispatch_config"),
+    "signals": ("post_signal", "wait_for_receipt", "consume_signals", "parse_signal_types",
+                "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
+    "demo": ("run_demo", "run_demo_agent", "DemoVerdict", "DemoAnswerFormat"),
+}
+_EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
+                            for name in names}
+_EXPORTS["sync"] = ""
+
+if TYPE_CHECKING:
+    from interlock.runtime.api import sync as sync
+    from interlock.runtime.api.demo import DemoAnswerFormat as DemoAnswerFormat
+    from interlock.runtime.api.demo import DemoVerdict as DemoVerdict
+    from interlock.runtime.api.demo import run_demo as run_demo
+    from interlock.runtime.api.demo import run_demo_agent as run_demo_agent
+    from interlock.runtime.api.dispatching import AgentCommand as AgentCommand
+    from interlock.runtime.api.dispatching import ConfigError as ConfigError
+    from interlock.runtime.api.dispatching import DispatchResult as DispatchResult
+    from interlock.runtime.api.dispatching import PollingConfiguration as PollingConfiguration
+    from interlock.runtime.api.dispatching import SpawnOptions as SpawnOptions
+    from interlock.runtime.api.dispatching import dispatch_agents as dispatch_agents
+    from interlock.runtime.api.dispatching import dispatch_config as dispatch_config
+    from interlock.runtime.api.dispatching import parse_dispatch_config as parse_dispatch_config
+    from interlock.runtime.api.errors import Conflict as Conflict
+    from interlock.runtime.api.errors import InterlockError as InterlockError
+    from interlock.runtime.api.errors import NotFound as NotFound
+    from interlock.runtime.api.errors import StepFailed as StepFailed
+    from interlock.runtime.api.errors import UsageError as UsageError
+    from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
+    from interlock.runtime.api.sessions import RunResult as RunResult
+    from interlock.runtime.api.sessions import SendReceipt as SendReceipt
+    from interlock.runtime.api.sessions import SessionContext as SessionContext
+    from interlock.runtime.api.sessions import SessionInfo as SessionInfo
+    from interlock.runtime.api.sessions import SessionStatus as SessionStatus
+    from interlock.runtime.api.sessions import TimerInfo as TimerInfo
+    from interlock.runtime.api.sessions import accepted_events as accepted_events
+    from interlock.runtime.api.sessions import cancel as cancel
+    from interlock.runtime.api.sessions import check_session_id as check_session_id
+    from interlock.runtime.api.sessions import create as create
+    from interlock.runtime.api.sessions import follow as follow
+    from interlock.runtime.api.sessions import log as log
+    from interlock.runtime.api.sessions import remove as remove
+    from interlock.runtime.api.sessions import resolve_bindings as resolve_bindings
+    from interlock.runtime.api.sessions import resume as resume
+    from interlock.runtime.api.sessions import send as send
+    from interlock.runtime.api.sessions import sessions as sessions
+    from interlock.runtime.api.sessions import start as start
+    from interlock.runtime.api.sessions import status as status
+    from interlock.runtime.api.signals import SIGNAL_TYPES as SIGNAL_TYPES
+    from interlock.runtime.api.signals import Handled as Handled
+    from interlock.runtime.api.signals import PostedSignal as PostedSignal
+    from interlock.runtime.api.signals import Receipt as Receipt
+    from interlock.runtime.api.signals import Rejected as Rejected
+    from interlock.runtime.api.signals import consume_signals as consume_signals
+    from interlock.runtime.api.signals import parse_signal_types as parse_signal_types
+    from interlock.runtime.api.signals import post_signal as post_signal
+    from interlock.runtime.api.signals import wait_for_receipt as wait_for_receipt
+    from interlock.runtime.api.specs import Validation as Validation
+    from interlock.runtime.api.specs import builtin_specs as builtin_specs
+    from interlock.runtime.api.specs import draw as draw
+    from interlock.runtime.api.specs import draw_all as draw_all
+    from interlock.runtime.api.specs import draw_session as draw_session
+    from interlock.runtime.api.specs import resolve_spec as resolve_spec
+    from interlock.runtime.api.specs import spec_schema as spec_schema
+    from interlock.runtime.api.specs import validate as validate
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'interlock.runtime' has no attribute {name!r}")
+    if name == "sync":
+        return importlib.import_module("interlock.runtime.api.sync")
+    value = getattr(importlib.import_module(f"interlock.runtime.api.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -11,6 +11,13 @@ ordinary events named ``after.<state>.<n>`` that the runtime sends when a timer 
 Transition actions run between the exits and the entries (SCXML transition content).
 An event no active state accepts is ignored.
 
+``invoke:`` compiles to nothing in the class: the runtime starts the agent when its
+state is entered, cancels it when the state is left, and sends ``done.invoke.<id>`` /
+``error.invoke.<id>`` as ordinary events, which transitions hear like any other.
+python-statemachine 3.2's own invoke (SCXML semantics) is not used: it would run the
+agent inside the machine, where the journal cannot record it and a resumed runner
+could not adopt, restart or fail it.
+
 Names inside the class. python-statemachine turns state ids and event ids into class
 attributes, and looks callbacks up by name (``on_enter_<state>``, ``before_<event>``).
 So that no spec name can shadow an attribute or a convention:

@@ -5,6 +5,9 @@ transitions' ``HierarchicalMachine`` selects, exits and enters states by its own
 Where those rules differ from python-statemachine's (SCXML), compiling would give a
 machine that behaves differently, so the backend refuses:
 
+* ``invoke:`` (an agent run while a state is active): in this project the engine that
+  starts, journals and cancels invocations runs statemachine-compiled machines only,
+  so a transitions-compiled machine would have nothing to run its agents;
 * history states (no equivalent);
 * eventless (``always``) transitions (no equivalent);
 * wildcard events (``*``, ``x.*``, a trailing ``.``): events are matched by exact name;
@@ -63,6 +66,11 @@ def _event_transitions(ir: MachineIR) -> Iterator[TransitionIR]:
 
 def _structure(ir: MachineIR) -> Iterator[Diagnostic]:
     for state in ir.states.values():
+        if state.invoke is not None:
+            yield _refuse(
+                f"`invoke:` in state {state.id!r}", state.invoke.mark,
+                "the transitions backend has no runtime in this project to start, journal "
+                "and cancel invoked agents; compile for statemachine (the default)")
         if state.is_history:
             yield _refuse(f"history state {state.id!r}", state.mark,
                           "compile for statemachine, or drop the history state")

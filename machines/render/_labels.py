@@ -10,7 +10,14 @@ import textwrap
 from collections.abc import Callable
 
 from interlock.machines.durations import format_duration
-from interlock.machines.ir import Delay, MachineIR, StateIR, TransitionIR, TransitionKind
+from interlock.machines.ir import (
+    Delay,
+    InvokeIR,
+    MachineIR,
+    StateIR,
+    TransitionIR,
+    TransitionKind,
+)
 
 DESCRIPTION_WIDTH = 40
 DETAIL_WIDTH = 48
@@ -67,12 +74,26 @@ def wrap_description(text: str | None) -> list[str]:
     return lines
 
 
+def invoke_text(invoke: InvokeIR, esc: Escape = _same) -> str:
+    """``invoke / agent executor`` or ``invoke / command sh``; the id when it is not the
+    state's (``invoke review / agent reviewer``), since done/error events carry it."""
+    head = "invoke" if invoke.id == invoke.state else f"invoke {esc(invoke.id)}"
+    if invoke.agent is not None:
+        return f"{head} / agent {esc(invoke.agent)}"
+    if invoke.command:
+        return f"{head} / command {esc(invoke.command[0])}"
+    return f"{head} / ?"
+
+
 def detail_lines(state: StateIR, esc: Escape = _same, descriptions: bool = False) -> list[str]:
-    """The compartment under a state's name: [description,] entry/exit, internal transitions."""
+    """The compartment under a state's name: [description,] entry, invoke, exit, internal
+    transitions."""
     lines = [esc(line) for line in wrap_description(state.description)] if descriptions else []
     behaviour: list[str] = []
     if state.entry:
         behaviour.append(f"entry / {', '.join(esc(a) for a in state.entry)}")
+    if state.invoke is not None:
+        behaviour.append(invoke_text(state.invoke, esc))
     if state.exit:
         behaviour.append(f"exit / {', '.join(esc(a) for a in state.exit)}")
     behaviour.extend(transition_label(t, esc) for t in state.transitions if t.internal)

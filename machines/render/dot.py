@@ -14,7 +14,8 @@ Conventions, the same as :mod:`.mermaid` where the two languages allow:
   default;
 * edge labels read ``event [guard] / a, b``, ``after 3m``, ``always`` or ``[guard]``
   (long ones break before ``/ a, b``);
-  entry/exit actions and internal transitions are listed under the name, and so is the
+  entry/exit actions, the invoke (``invoke / agent executor``) and internal transitions
+  are listed under the name, and so is the
   description with ``descriptions=True``; descriptions are always the SVG tooltip;
 * ``active`` states are filled; transitions to states the machine lacks go to a red,
   dashed node so a broken spec still draws.

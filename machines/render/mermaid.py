@@ -8,7 +8,8 @@ Conventions (see also :mod:`.dot`, which draws the same things):
   edge to its default;
 * edge labels read ``event [guard] / a, b``, ``after 3m``, ``after <context_key>``,
   ``always`` (or just ``[guard]`` for a guarded eventless transition);
-* targetless (internal) transitions and entry/exit actions are listed under the state's
+* targetless (internal) transitions, entry/exit actions and the state's invoke
+  (``invoke / agent executor``, ``invoke / command sh``) are listed under the state's
   name, UML style (``X : chunk / buffer_chunk``); for compound and parallel states they go
   into the box's title. State descriptions join them with ``descriptions=True`` (off by
   default: the specs' prose would swamp the drawing);

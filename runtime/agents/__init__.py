@@ -1,1 +1,12 @@
-"""Agents: the offline demo agents (real CLI adapters come with invoke)."""
+"""Agents: adapters for agent CLIs (claude, codex, opencode, gemini, any command) and the
+offline demo role agents, their ``agents:`` configuration and prompt rendering.
+
+The API the runtime calls (see docs/agents.md):
+
+* :func:`interlock.runtime.agents.config.load_agents` / ``default_agents`` / ``resolve_agent``
+* :func:`interlock.runtime.agents.adapters.adapter_for`, ``agent_command``, ``polling_for``,
+  ``read_result``
+* :func:`interlock.runtime.agents.prompts.render_prompt` (``PromptError``)
+
+Nothing is re-exported here, so importing a submodule stays cheap and free of cycles.
+"""

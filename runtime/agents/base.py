@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from interlock.runtime.agents.config import AgentConfig
 
 AgentCli = Literal["claude", "codex", "opencode", "gemini", "command", "demo"]
 AGENT_CLIS: tuple[str, ...] = ("claude", "codex", "opencode", "gemini", "command", "demo")
@@ -49,20 +52,35 @@ class AgentLaunch:
 class AgentOutput:
     """An agent's output as read by its adapter: the answer text (for a streaming JSON CLI,
     the final message's text, not the event stream), the usage, and the error the CLI
-    reported in its own output, if any."""
+    reported in its own output, if any. ``final``: the output holds the CLI's last event
+    (claude's ``result``, codex's ``turn.completed``/``turn.failed``, opencode's closing
+    ``step_finish``, gemini's whole JSON object), so the answer is whole even if the process
+    lingers before exiting; always False for adapters that print the answer itself."""
 
     answer: str
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
+    final: bool = False
+
+
+Completion = Literal["exit", "document"]
 
 
 class Adapter(Protocol):
-    """One agent CLI. ``launch`` and ``read`` are pure."""
+    """One agent CLI. ``launch`` and ``read`` are pure.
+
+    ``completion`` says how the dispatcher knows the agent is done: ``"exit"`` for a CLI
+    that prints an event stream (claude, codex, opencode, gemini: the raw stdout is never
+    a YAML answer, so only the exit ends the run and ``read(stdout).answer`` gives the
+    answer so far), ``"document"`` for one that prints the answer itself (command, demo:
+    the completion detector may end the run on a whole document before the exit).
+    """
 
     cli: str  # one of AGENT_CLIS
+    completion: Completion
 
-    def launch(self, config: Any, prompt: str) -> AgentLaunch:
-        """The process to start for ``config`` (an AgentConfig) with ``prompt``."""
+    def launch(self, config: AgentConfig, prompt: str) -> AgentLaunch:
+        """The process to start for ``config`` with ``prompt``."""
 
     def read(self, stdout: str) -> AgentOutput:
         """The answer and usage in everything the agent printed on stdout so far."""

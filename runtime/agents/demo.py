@@ -7,8 +7,10 @@
     i:
       - H: ...
 
-The answer is a pure function of the role and the prompt (see :func:`make_answer`); only
-:func:`run_demo_agent` does I/O: it writes one line at a time with a flush after each, pauses
+The answer is a pure function of the role and the prompt (see :func:`make_answer`), and it
+is a :class:`~interlock.runtime.dispatch.verdict.Verdict`: the model the dispatcher's
+parser reads answers back into, so what the demo agent prints is what a dispatch reports.
+Only :func:`run_demo_agent` does I/O: it writes one line at a time with a flush after each, pauses
 ``delay`` seconds between lines and can linger silently after the answer like a hung CLI.
 """
 
@@ -21,23 +23,14 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal, TextIO
+from typing import TextIO
 
 import yaml
 
-Severity = Literal["C", "H"]
+from interlock.runtime.dispatch.verdict import Issue, Verdict, VerdictValue
 
 ROLE_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-
-
-class Verdict(StrEnum):
-    """A reviewer's verdict, as the seeds spell it."""
-
-    GO = "GO"
-    CONDITIONAL = "CONDITIONAL"
-    NO_GO = "NO-GO"
 
 
 class AnswerFormat(StrEnum):
@@ -47,28 +40,11 @@ class AnswerFormat(StrEnum):
     JSON = "json"
 
 
-@dataclass(frozen=True)
-class Issue:
-    """One finding: ``C`` (critical) or ``H`` (high) and a sentence."""
-
-    severity: Severity
-    text: str
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A reviewer's answer: persona, verdict, findings."""
-
-    role: str
-    verdict: Verdict
-    issues: tuple[Issue, ...]
-
-
-DEFAULT_VERDICTS: dict[str, Verdict] = {
-    "TECHLEAD": Verdict.CONDITIONAL,
-    "SECURITY": Verdict.NO_GO,
-    "QA": Verdict.GO,
-    "ARCHITECT": Verdict.CONDITIONAL,
+DEFAULT_VERDICTS: dict[str, VerdictValue] = {
+    "TECHLEAD": VerdictValue.CONDITIONAL,
+    "SECURITY": VerdictValue.NO_GO,
+    "QA": VerdictValue.GO,
+    "ARCHITECT": VerdictValue.CONDITIONAL,
 }
 
 ROLE_ISSUES: dict[str, tuple[str, ...]] = {
@@ -150,11 +126,11 @@ def normalize_role(role: str) -> str:
     return word.upper()
 
 
-def default_verdict(role: str) -> Verdict:
+def default_verdict(role: str) -> VerdictValue:
     """The verdict a role gives when none is asked for: fixed per role, hashed for others."""
     if role in DEFAULT_VERDICTS:
         return DEFAULT_VERDICTS[role]
-    verdicts = list(Verdict)
+    verdicts = list(VerdictValue)
     return verdicts[hashlib.sha256(role.encode()).digest()[0] % len(verdicts)]
 
 
@@ -164,31 +140,36 @@ def prompt_topics(prompt: str) -> list[str]:
     return [topic for topic, keys in TOPIC_WORDS.items() if words & set(keys)]
 
 
-def make_answer(role: str, prompt: str = "", verdict: Verdict | None = None) -> Answer:
+def make_answer(role: str, prompt: str = "", verdict: VerdictValue | None = None) -> Verdict:
     """A deterministic answer for ``role`` (already normalized) and ``prompt``.
 
-    GO has no issues; CONDITIONAL has 2-4 ``H`` issues; NO-GO has 2-4 issues, the first ``C``.
-    Issues about topics the prompt mentions come first.
+    GO has no issues; CONDITIONAL has 2-4 ``H`` (high) issues; NO-GO has 2-4 issues, the
+    first ``C`` (critical). Issues about topics the prompt mentions come first.
     """
     chosen = verdict if verdict is not None else default_verdict(role)
-    if chosen is Verdict.GO:
-        return Answer(role, chosen, ())
+    if chosen is VerdictValue.GO:
+        return Verdict(role, chosen, ())
     seed = hashlib.sha256(f"{role}\n{prompt}".encode()).digest()
     rng = random.Random(int.from_bytes(seed[:8], "big"))
     count = rng.randint(2, 4)
     topical = [rng.choice(TOPIC_ISSUES[topic]) for topic in prompt_topics(prompt)]
     pool = [text for text in ROLE_ISSUES.get(role, GENERIC_ISSUES) if text not in topical]
     texts = (topical + rng.sample(pool, len(pool)))[:count]
-    severities: list[Severity]
-    if chosen is Verdict.NO_GO:
+    severities: list[str]
+    if chosen is VerdictValue.NO_GO:
         severities = ["C", *(rng.choice(("C", "H")) for _ in texts[1:])]
     else:
         severities = ["H"] * len(texts)
-    return Answer(role, chosen, tuple(Issue(s, t) for s, t in zip(severities, texts, strict=True)))
+    return Verdict(role, chosen,
+                   tuple(Issue(s, t) for s, t in zip(severities, texts, strict=True)))
 
 
 def _scalar(text: str) -> str:
-    """``text`` as a YAML scalar: plain when it reads back as itself, else double-quoted."""
+    """``text`` as a YAML scalar: plain when it reads back as itself, else double-quoted.
+
+    Checked with YAML 1.1's reading on purpose (stricter than the dispatcher's YAML 1.2
+    :func:`~interlock.machines.yamlsrc.load_yaml`: ``yes`` or ``ON`` get quoted too), so any
+    YAML reader gets the text back; and this module stays light (no machines import)."""
     try:
         plain_ok = yaml.safe_load(text) == text
     except yaml.YAMLError:
@@ -196,17 +177,27 @@ def _scalar(text: str) -> str:
     return text if plain_ok else json.dumps(text)
 
 
-def render(answer: Answer, fmt: AnswerFormat = AnswerFormat.YAML,
+def _issue_yaml(issue: Issue) -> str:
+    if issue.severity is None:
+        return f"  - {_scalar(issue.text)}"
+    return f"  - {issue.severity}: {_scalar(issue.text)}"
+
+
+def render(answer: Verdict, fmt: AnswerFormat = AnswerFormat.YAML,
            end_marker: bool = False) -> list[str]:
-    """The answer's output lines (without newlines). ``end_marker`` adds YAML's ``...``."""
+    """The answer's output lines (without newlines). ``end_marker`` adds YAML's ``...``.
+
+    :func:`~interlock.runtime.dispatch.verdict.parse_verdict` reads them back as ``answer``.
+    """
     if fmt is AnswerFormat.JSON:
-        doc = {"p": answer.role, "v": answer.verdict.value,
-               "i": [{issue.severity: issue.text} for issue in answer.issues]}
+        doc = {"p": answer.role, "v": answer.verdict,
+               "i": [issue.text if issue.severity is None else {issue.severity: issue.text}
+                     for issue in answer.issues]}
         return json.dumps(doc, indent=2).splitlines()
-    lines = [f"p: {_scalar(answer.role)}", f"v: {answer.verdict.value}"]
+    lines = [f"p: {_scalar(answer.role or '')}", f"v: {_scalar(answer.verdict or '')}"]
     if answer.issues:
         lines.append("i:")
-        lines += [f"  - {issue.severity}: {_scalar(issue.text)}" for issue in answer.issues]
+        lines += [_issue_yaml(issue) for issue in answer.issues]
     else:
         lines.append("i: []")
     if end_marker:
@@ -235,7 +226,7 @@ def run_demo_agent(
     *,
     delay: float = 0.2,
     linger: float = 0.0,
-    verdict: Verdict | None = None,
+    verdict: VerdictValue | None = None,
     fail: bool = False,
     prompt: str = "",
     fmt: AnswerFormat = AnswerFormat.YAML,

@@ -10,8 +10,9 @@ from typing import Annotated
 
 import typer
 
-from interlock.runtime.agents.demo import AnswerFormat as DemoFormat
-from interlock.runtime.agents.demo import Verdict as DemoVerdict
+from interlock import runtime
+from interlock.runtime import DemoAnswerFormat as DemoFormat
+from interlock.runtime import DemoVerdict
 from interlock.runtime.cli.diagram import Format, run_diagram, run_diagram_all
 from interlock.runtime.cli.output import EXIT_USAGE, err, fail
 from interlock.runtime.cli.validate import run_validate
@@ -46,9 +47,7 @@ def schema(
     out: Annotated[Path | None, typer.Option("-o", "--output", help="Write to a file.")] = None,
 ) -> None:
     """Print the JSON Schema of spec files (for editors: yaml-language-server)."""
-    from interlock.machines.schema import spec_json_schema
-
-    text = json.dumps(spec_json_schema(), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(runtime.spec_schema(), indent=2, sort_keys=True) + "\n"
     if out is None:
         sys.stdout.write(text)
     else:
@@ -116,6 +115,9 @@ def run(
                                           "file changed, on the new spec.")] = False,
     signals: SignalsOpt = True,
     signals_as: SignalsAsOpt = "ALL",
+    demo: Annotated[bool, typer.Option("--demo", help="Run a built-in spec offline and "
+                                       "unattended: demo agents, and scripted stand-ins for "
+                                       "the outside world.")] = False,
 ) -> None:
     """Start (or continue) a session and run it until a final state or Ctrl-C.
 
@@ -125,7 +127,7 @@ def run(
     from interlock.runtime.cli.sessions import SignalOptions, run_session
 
     raise typer.Exit(run_session(spec, session, store, bindings, context, allow_unbound,
-                                 migrate, SignalOptions(signals, signals_as)))
+                                 migrate, SignalOptions(signals, signals_as), demo))
 
 
 @app.command()
@@ -136,12 +138,56 @@ def resume(
     allow_unbound: UnboundOpt = False,
     signals: SignalsOpt = True,
     signals_as: SignalsAsOpt = "ALL",
+    retry: Annotated[bool, typer.Option("--retry", help="Deliver the events that failed "
+                                        "(the session's dead letters) again first.")] = False,
 ) -> None:
-    """Continue a stopped or crashed session where its last step left it."""
+    """Continue a stopped, crashed or failed session where its last step left it.
+
+    A failed session goes on without the event that failed; --retry delivers it again
+    (after you fixed the bindings).
+    """
     from interlock.runtime.cli.sessions import SignalOptions, resume_session
 
     raise typer.Exit(resume_session(session, store, bindings, allow_unbound,
-                                    SignalOptions(signals, signals_as)))
+                                    SignalOptions(signals, signals_as), retry))
+
+
+@app.command()
+def cancel(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    reason: Annotated[str | None, typer.Option("--reason", metavar="TEXT",
+                                               help="Why; kept in the journal.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Cancel a session: a live runner stops within a second (timers cancelled, child
+    processes stopped), a stopped or failed one is marked cancelled."""
+    from interlock.runtime.cli.sessions import cancel_session
+
+    raise typer.Exit(cancel_session(session, reason, store))
+
+
+@app.command("rm")
+def rm(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    force: Annotated[bool, typer.Option("--force", help="Also a running one (its runner "
+                                        "stops).")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Delete a session and its journal (a running one only with --force)."""
+    from interlock.runtime.cli.sessions import remove_session
+
+    raise typer.Exit(remove_session(session, force, store))
+
+
+@app.command("sessions")
+def sessions_(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """List the sessions: id, spec, status, active states, last update."""
+    from interlock.runtime.cli.sessions import list_sessions
+
+    raise typer.Exit(list_sessions(as_json, store))
 
 
 @app.command()
@@ -188,9 +234,7 @@ def log(
 @app.command()
 def specs() -> None:
     """List the built-in specs and where they live."""
-    from interlock.runtime.builtin.specs import builtin_specs
-
-    for path in builtin_specs():
+    for path in runtime.builtin_specs():
         print(f"{path.stem:24} {path}")
 
 
@@ -200,9 +244,7 @@ def demo(
         "interlock-demo"),
 ) -> None:
     """Run the offline demo on the built-in specs (no network, no real agent)."""
-    from interlock.runtime.cli.demo import run_demo
-
-    raise typer.Exit(run_demo(workdir))
+    raise typer.Exit(runtime.run_demo(workdir))
 
 
 class ResultFormat(StrEnum):
@@ -341,11 +383,9 @@ def demo_agent(
                                              "with '...'.")] = False,
 ) -> None:
     """An offline review sub-agent: prints a seed-style answer (p:, v:, i:) at a chosen pace."""
-    from interlock.runtime.agents.demo import run_demo_agent
-
     if prompt is None:
         prompt = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    raise typer.Exit(run_demo_agent(role, delay=delay, linger=linger, verdict=verdict,
+    raise typer.Exit(runtime.run_demo_agent(role, delay=delay, linger=linger, verdict=verdict,
                                     fail=fail_, prompt=prompt, fmt=fmt, end_marker=end_marker))
 
 

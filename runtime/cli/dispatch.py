@@ -18,6 +18,8 @@ from typing import Any
 import yaml
 from rich.markup import escape
 
+from interlock import runtime
+from interlock.runtime import AgentCommand, DispatchResult
 from interlock.runtime.cli.output import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -26,25 +28,10 @@ from interlock.runtime.cli.output import (
     fail,
     print_diagnostics,
 )
-from interlock.runtime.dispatch.config import (
-    ConfigError,
-    PollingConfiguration,
-    load_dispatch_config,
-    with_overrides,
-)
-from interlock.runtime.dispatch.dispatcher import (
-    AgentCommand,
-    DispatchResult,
-    dispatch_all,
-)
-from interlock.runtime.dispatch.process import SpawnOptions
-from interlock.runtime.host.orphans import StoreRegistry, reap_orphans
-from interlock.runtime.store import Store, StoreError, open_store
 
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 SEPARATOR = ":::"  # between commands: interlock dispatch -- cmd1 a ::: cmd2 b
-SPILL_DIR = Path(".interlock") / "dispatch"
 
 
 def split_commands(words: Sequence[str]) -> list[tuple[str, ...]]:
@@ -68,13 +55,6 @@ def exit_code(results: Sequence[DispatchResult]) -> int:
     if "timeout" in statuses:
         return EXIT_TIMEOUT
     return EXIT_OK
-
-
-def _config(config_file: Path | None, timeout: str | None, interval: str | None,
-            required_field: str | None, output_format: str | None) -> PollingConfiguration:
-    base = load_dispatch_config(config_file)
-    return with_overrides(base, timeout=timeout, interval=interval,
-                          required_field=required_field, output_format=output_format)
 
 
 class _ResultDumper(yaml.SafeDumper):
@@ -108,10 +88,11 @@ def _summary(result: DispatchResult) -> str:
             f"{verdict}{why}")
 
 
-async def _run_all(commands: list[AgentCommand], config: PollingConfiguration,
-                   spill_dir: Path, registry: StoreRegistry | None) -> list[DispatchResult]:
-    task = asyncio.ensure_future(dispatch_all(commands, config, spill_dir=spill_dir,
-                                              registry=registry))
+async def _run_all(commands: list[AgentCommand], config: runtime.PollingConfiguration,
+                   store_url: str | None, record: bool) -> list[DispatchResult]:
+    task = asyncio.ensure_future(runtime.dispatch_agents(
+        commands, config, record=record, store=store_url,
+        on_note=lambda text: err.print(f"[yellow]{escape(text)}[/]")))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)
@@ -130,8 +111,10 @@ def run_dispatch(words: Sequence[str], *, config_file: Path | None, timeout: str
     if names and len(names) != len(argvs):
         return fail(f"{len(names)} --name given for {len(argvs)} command(s)", EXIT_USAGE)
     try:
-        config = _config(config_file, timeout, interval, required_field, output_format)
-    except ConfigError as exc:
+        config = runtime.dispatch_config(config_file, timeout=timeout, interval=interval,
+                                         required_field=required_field,
+                                         output_format=output_format)
+    except runtime.ConfigError as exc:
         print_diagnostics(exc.diagnostics)
         return fail("the dispatch configuration has errors", EXIT_USAGE)
     prompt: str | None = None
@@ -141,26 +124,16 @@ def run_dispatch(words: Sequence[str], *, config_file: Path | None, timeout: str
                       else Path(prompt_file).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             return fail(f"cannot read the prompt from {prompt_file}: {exc}", EXIT_USAGE)
-    options = SpawnOptions(line_buffered=line_buffered, use_pty=use_pty)
+    options = runtime.SpawnOptions(line_buffered=line_buffered, use_pty=use_pty)
     commands = [AgentCommand(argv, prompt=prompt, name=names[i] if names else None,
                              options=options) for i, argv in enumerate(argvs)]
-    store: Store | None = None
     try:
-        if use_store:
-            store = open_store(store_url, Path.cwd())
-            for reaped in reap_orphans(store, grace=config.terminate_grace):
-                err.print(f"[yellow]stopped[/] {escape(reaped.describe())}")
-        registry = StoreRegistry(store) if store is not None else None
-        try:
-            results = asyncio.run(_run_all(commands, config, Path.cwd() / SPILL_DIR, registry))
-        except asyncio.CancelledError:
-            err.print("interrupted; the agents were stopped")
-            return EXIT_INTERRUPTED
-    except StoreError as exc:
-        return fail(str(exc))
-    finally:
-        if store is not None:
-            store.close()
+        results = asyncio.run(_run_all(commands, config, store_url, use_store))
+    except asyncio.CancelledError:
+        err.print("interrupted; the agents were stopped")
+        return EXIT_INTERRUPTED
+    except runtime.InterlockError as exc:
+        return fail(str(exc), exc.exit_code)
     sys.stdout.write(_render(results, fmt))
     for result in results:
         err.print(escape(_summary(result)))

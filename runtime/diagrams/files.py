@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from interlock.machines import SpecError, build_ir, lint, load
+from interlock.machines import load_checked
 from interlock.machines.ir import MachineIR
 from interlock.machines.render import render_dot, render_mermaid
 from interlock.runtime.diagrams.graphviz import render_with_dot
@@ -163,10 +163,7 @@ def diagram_set(spec_path: Path, out_dir: Path) -> DiagramSet:
     Raises :class:`~interlock.machines.SpecError` when the spec does not load or lint
     finds errors in it (a broken machine is not drawn).
     """
-    ir = build_ir(load(spec_path))
-    errors = [d for d in lint(ir) if d.is_error]
-    if errors:
-        raise SpecError(errors)
+    ir = load_checked(spec_path)
     return DiagramSet(spec_path, ir, _markdown(ir, spec_path, out_dir, render_mermaid(ir)),
                       render_dot(ir))
 

@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from interlock.machines.durations import parse_duration
 from interlock.machines.ir import InvokeIR, MachineIR, OnResume
 from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
+from interlock.runtime.agents.prompts import PromptError, render_prompt
 from interlock.runtime.dispatch.config import PollingConfiguration
-from interlock.runtime.dispatch.dispatcher import AgentCommand, DispatchResult
+from interlock.runtime.dispatch.polling import AgentCommand
 from interlock.runtime.dispatch.process import SpawnOptions
+from interlock.runtime.dispatch.result import DispatchResult
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.invoke_process import Spool, SpooledAgent, SpooledDispatch, stop_group
 from interlock.runtime.store.base import InvocationRecord, Store
@@ -92,15 +92,6 @@ class _Flight:
     started: threading.Event = field(default_factory=threading.Event)
 
 
-def render(template: str, context: Mapping[str, Any], inputs: Mapping[str, Any],
-           signals: Any = None) -> str:
-    """Jinja2 with StrictUndefined over {context, input, signals}."""
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False)
-    return env.from_string(template).render(context=context, input=inputs,
-                                            signals=signals if signals is not None else [])
-
-
 class Invoker:
     """The invocations of one session (see the module docstring). Thread-safe entry
     points: :meth:`reconcile`, :meth:`recover`, :meth:`current`, :meth:`in_flight`,
@@ -122,6 +113,7 @@ class Invoker:
         self._flights: dict[str, _Flight] = {}  # invoke id -> the current invocation
         self._lock = threading.RLock()  # reconcile/recover/shutdown, one at a time
         self._settling = threading.Lock()  # a flight's finished flag
+        self._closed = False  # set by shutdown(): nothing starts any more
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever,
                                         name=f"invoke-{session_id}", daemon=True)
@@ -148,8 +140,11 @@ class Invoker:
                   if (inv := self.ir.states[sid].invoke) is not None}
         notes: list[InvokeNote] = []
         with self._lock:
+            if self._closed:
+                return []
             for invoke_id in [i for i in self._flights if i not in wanted]:
-                notes += self._cancel(self._flights.pop(invoke_id), "cancelled")
+                notes += self._cancel(self._flights.pop(invoke_id), "cancelled",
+                                      deferred=True)
             for invoke_id, invoke in wanted.items():
                 if invoke_id not in self._flights:
                     notes.append(self._start(invoke, context))
@@ -161,6 +156,8 @@ class Invoker:
         notes: list[InvokeNote] = []
         active_set = set(active)
         with self._lock:
+            if self._closed:
+                return []
             # newest first: only an invoke's latest invocation can still be its current one
             for record in reversed(self.store.invocations(self.session_id, in_flight=True)):
                 invoke = self._invoke(record.invoke)
@@ -243,14 +240,13 @@ class Invoker:
     def _command(self, invoke: InvokeIR, context: Mapping[str, Any]
                  ) -> tuple[AgentCommand, Callable[[str], AgentOutput] | None,
                             PollingConfiguration | None]:
+        template: str | Path | None = invoke.prompt
+        if template is None and invoke.prompt_file is not None:
+            template = self.spec_dir / invoke.prompt_file
         try:
-            inputs = {k: render(v, context, {}) if isinstance(v, str) else v
-                      for k, v in invoke.input.items()}
-            template = invoke.prompt
-            if template is None and invoke.prompt_file is not None:
-                template = (self.spec_dir / invoke.prompt_file).read_text(encoding="utf-8")
-            prompt = None if template is None else render(template, context, inputs)
-        except (jinja2.TemplateError, OSError) as exc:
+            prompt = None if template is None else render_prompt(
+                template, context=context, input=invoke.input)
+        except PromptError as exc:
             raise InvokeError(f"invoke {invoke.id!r} prompt: {exc}") from None
         if invoke.command is not None:
             return AgentCommand(tuple(invoke.command), prompt, invoke.id), None, None
@@ -360,9 +356,11 @@ class Invoker:
 
     # -- stopping ---------------------------------------------------------------------
 
-    def _cancel(self, flight: _Flight, outcome_kind: str) -> list[InvokeNote]:
+    def _cancel(self, flight: _Flight, outcome_kind: str, *,
+                deferred: bool = False) -> list[InvokeNote]:
         """Stop the flight's agent (TERM -> KILL, waiting until its group is gone); with
-        ``outcome_kind`` "detached", only stop following it (nothing is written)."""
+        ``outcome_kind`` "detached", only stop following it (nothing is written).
+        ``deferred``: write the outcome off the caller's path (a step's reconcile)."""
         if not self._settle(flight):
             return []
         if outcome_kind == "detached" and flight.dispatch is not None:
@@ -384,7 +382,7 @@ class Invoker:
         record_id, now = flight.record.id, self.clock.now()
         if outcome_kind == "detached":
             return []
-        if outcome_kind == "cancelled":
+        if deferred:
             # Off the step's path: if this is lost in a crash, recover() finds the row of a
             # state no longer active and writes the same outcome.
             self._loop.call_soon_threadsafe(self.store.end_invocation, record_id,
@@ -393,13 +391,17 @@ class Invoker:
             self.store.end_invocation(record_id, outcome_kind, None, now)
         return [self._note(outcome_kind, flight.record)]
 
-    def shutdown(self, interrupt: bool = True) -> list[InvokeNote]:
-        """Stop every agent still running (journaled ``interrupted``) and the loop; with
-        ``interrupt`` False, leave the agents running (another runner owns them now)."""
+    def shutdown(self, interrupt: bool = True, *,
+                 kind: str = "interrupted") -> list[InvokeNote]:
+        """Stop every agent still running (journaled ``kind``: ``interrupted``, or
+        ``cancelled`` for a cancelled session) and the loop; with ``interrupt`` False,
+        leave the agents running (another runner owns them now). Nothing starts after
+        this; calling it again does nothing."""
         notes: list[InvokeNote] = []
         with self._lock:
+            self._closed = True
             for flight in list(self._flights.values()):
-                notes += self._cancel(flight, "interrupted" if interrupt else "detached")
+                notes += self._cancel(flight, kind if interrupt else "detached")
             self._flights.clear()
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)

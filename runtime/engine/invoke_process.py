@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interlock.runtime.dispatch.completion import DocumentCheck, check_document
 from interlock.runtime.dispatch.config import PollingConfiguration
-from interlock.runtime.dispatch.dispatcher import AgentCommand, Dispatch
+from interlock.runtime.dispatch.document import DocumentCheck, check_document
 from interlock.runtime.dispatch.output import Stream
+from interlock.runtime.dispatch.polling import AgentCommand, Dispatch
 from interlock.runtime.dispatch.process import (
     DISPATCH_ID_VAR,
     READ_SIZE,

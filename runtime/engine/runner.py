@@ -10,6 +10,19 @@ effects outside the context (files, processes) are at-least-once across a crash.
 The session runs the spec text it was created with (kept in the store), so editing the
 spec file does not change a running session behind its back: resuming with a changed
 file is refused unless the caller asks to migrate.
+
+Faults (docs/sessions.md): a step whose guard or action raises is rolled back and
+journaled as an ``error`` entry (with the traceback); if the active states accept
+``error.execution`` the engine sends it and the session goes on, otherwise the event is
+buried in the session's dead letters, the session becomes ``failed`` and ``run`` returns
+a ``failed`` outcome. A cancel request (runtime/engine/lifecycle.py) is seen within
+0.1 s: the runner stops its child processes, journals ``cancelled`` and returns.
+
+Invokes (docs/invoke.md): after each committed step the runner reconciles the session's
+invocations with its active states (an invoke starts on entry, is cancelled on exit); an
+invoke's done/error event is taken as the engine's own when it answers the state's
+current invocation, and journaled as ``dropped`` otherwise. A cancelled session's agents
+are stopped (journaled ``cancelled``); a failed one's are stopped (``interrupted``).
 """
 
 from __future__ import annotations
@@ -17,25 +30,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from interlock.machines import SpecError, compile, loads
 from interlock.machines.backends.base import CompiledMachine
 from interlock.machines.bindings import Bindings
-from interlock.machines.ir import INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX
+from interlock.machines.ir import INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX, build_ir
 from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.engine.async_bindings import LoopRef, bridge
+from interlock.runtime.engine.children import stop_descendants
 from interlock.runtime.engine.clock import Clock, SystemClock
+from interlock.runtime.engine.faults import (
+    ERROR_EXECUTION,
+    Fault,
+    StepFailed,
+    StepFault,
+    guard_bindings,
+)
 from interlock.runtime.engine.invoke import AgentResolver, InvokeNote, Invoker
-from interlock.runtime.engine.session import Session, SessionError, Step
+from interlock.runtime.engine.session import MAX_TIMER_STEPS, Session, SessionError, Step
 from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.host.owners import default_owner, owner_is_dead
 from interlock.runtime.store.base import (
-    InboxItem,
+    CancelRequest,
+    DeadLetter,
     InvocationRecord,
     JournalEntry,
     Lease,
@@ -49,7 +72,8 @@ from interlock.runtime.store.base import (
 
 _INVOKE_EVENTS = (INVOKE_DONE_PREFIX + ".", INVOKE_ERROR_PREFIX + ".")
 LEASE_TTL = 30.0
-INBOX_POLL = 0.1  # seconds between inbox checks while idle
+INBOX_POLL = 0.1  # seconds between inbox checks (and cancel checks) while idle
+CHILD_GRACE = 0.5  # seconds between SIGTERM and SIGKILL for a cancelled runner's children
 
 
 class SessionBusy(SessionError):
@@ -58,6 +82,32 @@ class SessionBusy(SessionError):
 
 class SpecChanged(SessionError):
     """The spec file differs from the one the session was started with."""
+
+
+class SessionGone(SessionError):
+    """The session was removed (``interlock rm --force``) while this runner held it."""
+
+
+class SessionClosed(SessionError):
+    """The session was cancelled or has failed; a runner takes no more events for it."""
+
+
+OutcomeKind = Literal["finished", "stopped", "failed", "cancelled", "removed"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """How :meth:`Runner.run` ended.
+
+    ``finished``: a top-level final state; ``stopped``: the ``stop`` event was set (Ctrl-C),
+    the session stays resumable; ``failed``: a step raised and nothing handled
+    ``error.execution`` (``failure`` says what); ``cancelled``: a cancel request
+    (``reason``); ``removed``: the session was deleted under the runner (``reason``).
+    """
+
+    kind: OutcomeKind
+    failure: StepFailed | None = None
+    reason: str | None = None
 
 
 def spec_digest(text: str) -> str:
@@ -89,9 +139,14 @@ class Runner:
         self.ttl = ttl
         self.seq = row.seq
         self.active: tuple[str, ...] = session.active  # as of the last committed step
+        self.outcome: RunOutcome | None = None  # set once failed, cancelled or removed
+        self._revive: list[DeadLetter] = []  # dead letters to retry before the inbox
+        self._cancel: CancelRequest | None = None  # seen while a step was under way
+        self._commit_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
         self._wake_loop: asyncio.AbstractEventLoop | None = None
         self.invoker: Invoker | None = None  # set when the spec has invoke: states
+        self._invoke_notes: list[InvokeNote] = []  # from a stop, not journaled yet
 
     # -- opening ----------------------------------------------------------------------
 
@@ -109,6 +164,7 @@ class Runner:
         owner: str | None = None,
         ttl: float = LEASE_TTL,
         migrate: bool = False,
+        retry: bool = False,
         folder: Path | None = None,
         agents: AgentResolver | None = None,
         invoke_config: PollingConfiguration | None = None,
@@ -120,6 +176,12 @@ class Runner:
         restored into the new spec (every active and remembered state must still exist)
         and the switch is journaled as a ``migrated`` step.
 
+        A ``failed`` session resumes (it becomes active again). Its dead letters stay
+        where they are (kept for inspection) unless ``retry``: then they are delivered
+        again, in order, before anything in the inbox. A cancelled session cannot be
+        resumed (SessionClosed). StepFailed if a new session's initial entry raises
+        (nothing is stored: there is no earlier state to keep).
+
         Invokes (docs/invoke.md): ``folder`` is the session folder (default
         ``.interlock/sessions/<id>`` beside a SQLite store, else under the working
         folder) where agents' output is spooled; ``agents`` resolves ``agent:`` invokes;
@@ -128,10 +190,11 @@ class Runner:
         """
         runner, opened = cls._open(store, spec_text, spec_path, session_id=session_id,
                                    bindings=bindings, clock=clock, context=context,
-                                   owner=owner, ttl=ttl, migrate=migrate)
+                                   owner=owner, ttl=ttl, migrate=migrate, retry=retry)
         if runner.session.ir.invokes:
             try:
-                runner._start_invoker(folder, agents, invoke_config, resumed=not opened.created)
+                runner._start_invoker(folder, agents, invoke_config,
+                                      resumed=not opened.created)
             except BaseException:
                 runner.close()
                 raise
@@ -151,6 +214,7 @@ class Runner:
         owner: str | None,
         ttl: float,
         migrate: bool,
+        retry: bool,
     ) -> tuple[Runner, Opened]:
         clock = clock or SystemClock()
         owner = owner or default_owner()
@@ -162,6 +226,9 @@ class Runner:
                 raise SessionNotFound(f"no session {session_id!r} in {store.url}")
             return cls._create(store, spec_text, spec_path, session_id, bindings, clock,
                                context, owner, ttl, ref)
+        if existing.status == "cancelled":
+            raise SessionClosed(f"session {existing.id!r} was cancelled; it cannot be "
+                                "resumed (start a new one)")
         changed = spec_text is not None and spec_digest(spec_text) != existing.spec_hash
         if changed and not migrate:
             raise SpecChanged(
@@ -185,7 +252,17 @@ class Runner:
         if source is not None:
             runner._commit([], kind="migrated", spec=source,
                            note=f"spec {existing.spec_hash[:12]} -> {source.digest[:12]}")
-        runner._commit([], kind="resumed", note=f"owner {owner}")
+        letters = store.dead_letters(existing.id)
+        note = f"owner {owner}"
+        if existing.status == "failed":
+            note += "; after a failure"
+        if letters and retry:
+            runner._revive = letters
+            note += f"; dead letters: retried {len(letters)}"
+        elif letters:
+            note += f"; dead letters: skipped {len(letters)} (kept; resume with retry to "
+            note += "deliver them)"
+        runner._commit([], kind="resumed", note=note)
         return runner, Opened(False, existing.seq)
 
     @classmethod
@@ -194,7 +271,10 @@ class Runner:
                 owner: str, ttl: float, ref: LoopRef) -> tuple[Runner, Opened]:
         compiled = _compile(spec_text, spec_path, bindings)
         session_id = session_id or new_session_id(compiled.ir.name)
-        session = Session.start(compiled, clock, context)
+        try:
+            session = Session.start(compiled, clock, context)
+        except StepFault as exc:
+            raise StepFailed(session_id, exc.fault) from None
         now = clock.now()
         row = SessionRow(
             id=session_id, spec_name=compiled.ir.name, spec_path=spec_path,
@@ -210,50 +290,149 @@ class Runner:
     # -- stepping ---------------------------------------------------------------------
 
     def pump(self) -> list[Step]:
-        """One pass over the inbox, in order; before each event, the timers already due
-        fire (they are older news than the event being taken now)."""
+        """One pass: dead letters being retried first, then the inbox in order; before
+        each event, the timers already due fire (they are older news than the event being
+        taken now). Stops early once the session failed or a cancel was seen."""
         self._keep_lease()
-        steps = self._fire_due()
+        steps: list[Step] = []
+        while self._revive and self.outcome is None and self._cancel is None:
+            steps += self._retry(self._revive.pop(0))
+        steps += self._fire_due()
         for item in self.store.inbox(self.session_id):
-            if self.session.is_final:
+            if self.session.is_final or self.outcome is not None or self._cancel is not None:
                 break
-            step = self._take(item)
-            self._commit([step], consumed=[item.id])
-            if self.invoker is not None and item.event.startswith(_INVOKE_EVENTS):
-                self.invoker.ended(item.event, item.data, step.kind != "dropped")
-            steps.append(step)
+            steps += self._deliver("event", item.event, item.data, consumed=[item.id])
             steps += self._fire_due()
         return steps
 
-    def _take(self, item: InboxItem) -> Step:
-        """Send an inbox item; an invoke's done/error event goes in as the engine's own
-        when it answers the state's current invocation, and is dropped when that state
-        was left meanwhile (or the item did not come from the invoker)."""
-        prefix = next((p for p in _INVOKE_EVENTS if item.event.startswith(p)), None)
-        if prefix is None:
-            return self.session.send(item.event, item.data)
-        invoke_id = item.event[len(prefix):]
-        invocation = item.data.get("invocation")
-        if (self.invoker is not None and invocation is not None
-                and self.invoker.current(invoke_id) == invocation):
-            return self.session.send(item.event, item.data, internal=True)
-        active = self.session.active
-        return Step("dropped", item.event, dict(item.data), active, active, self.clock.now(),
-                    note=f"invocation {invocation!r} of invoke {invoke_id!r} is not current:"
-                         " its state was left")
+    def _retry(self, letter: DeadLetter) -> list[Step]:
+        if letter.kind == "timer":
+            timer = self.session.rearm(letter.event)
+            note = (f"dead letter #{letter.id} retried: timer {letter.event} due now"
+                    if timer else f"dead letter #{letter.id} dropped: timer {letter.event}'s"
+                    " state is no longer active")
+            self._commit([], kind="retried", note=note, revived=[letter.id])
+            return self._fire_due()
+        return self._deliver("event", letter.event, letter.data, revived=[letter.id])
+
+    def _deliver(self, kind: str, event: str, data: Mapping[str, Any], *,
+                 consumed: list[int] | None = None, revived: list[int] | None = None,
+                 internal: bool = False) -> list[Step]:
+        """Send one event and commit its step; a fault is handled by :meth:`_fault`.
+
+        An invoke's done/error event goes in as the engine's own when it answers its
+        state's current invocation; otherwise (the state was left meanwhile, or the event
+        did not come from the invoker) it is committed as a ``dropped`` step."""
+        if self.outcome is not None:
+            return []
+        invoke_id = _invoke_of(event)
+        if invoke_id is not None:
+            invocation = data.get("invocation")
+            invoker = self.invoker
+            if invoker is None or invocation is None or invoker.current(invoke_id) != invocation:
+                active = self.session.active
+                step = Step("dropped", event, dict(data), active, active, self.clock.now(),
+                            note=f"invocation {invocation!r} of invoke {invoke_id!r} is not "
+                                 "current: its state was left")
+                self._commit([step], consumed=consumed, revived=revived)
+                self._ended(event, data, taken=False)
+                return [step]
+            internal = True
+        try:
+            step = self.session.send(event, data, internal=internal)
+        except StepFault as exc:
+            steps = self._fault(exc.fault, kind, event, data, consumed, revived)
+            if invoke_id is not None and self.outcome is None:
+                self._ended(event, data, taken=True)  # handled by error.execution
+            return steps
+        self._commit([step], consumed=consumed, revived=revived)
+        if invoke_id is not None:
+            self._ended(event, data, taken=True)
+        return [step]
+
+    def _ended(self, event: str, data: Mapping[str, Any], *, taken: bool) -> None:
+        invoker = self.invoker
+        if invoker is not None:
+            invoker.ended(event, data, taken)
 
     def _fire_due(self) -> list[Step]:
-        steps = self.session.fire_due()
-        for step in steps:
+        steps: list[Step] = []
+        while self.outcome is None and self._cancel is None:
+            timer = self.session.due()
+            if timer is None:
+                break
+            if len(steps) >= MAX_TIMER_STEPS:
+                raise SessionError(f"more than {MAX_TIMER_STEPS} timers fired at once; "
+                                   "a zero-delay `after` loop?")
+            try:
+                step = self.session.fire_one()
+            except StepFault as exc:
+                self.session.drop_timer(timer.event)  # it fired; it will not fire again
+                steps += self._fault(exc.fault, "timer", timer.event, {}, None, None)
+                continue
+            assert step is not None
             self._commit([step])
+            steps.append(step)
         return steps
 
-    def send(self, event: str, data: Mapping[str, Any] | None = None) -> Step:
-        """Deliver one event directly (a live runner's own API)."""
+    def _fault(self, fault: Fault, kind: str, event: str, data: Mapping[str, Any],
+               consumed: list[int] | None, revived: list[int] | None) -> list[Step]:
+        """After a rolled-back step: raise ``error.execution`` if the active states take it,
+        else bury the event and fail the session. Returns an ``error`` step (what failed,
+        in one line in its note) and the ``error.execution`` step when there is one."""
+        now = self.clock.now()
+        active = self.session.active
+        shown = Step("error", event, fault.event_data(), active, active, now,
+                     note=fault.describe())
+        error = _error_entry(self.seq + 1, now, event, fault, active)
+        if self._cancel is not None:  # the step broke because its children were stopped
+            self._commit([], first=[error], note="the event stays queued: the session is "
+                         "being cancelled")
+            return [shown]
+        if self.session.accepts(ERROR_EXECUTION):
+            try:
+                step = self.session.send(ERROR_EXECUTION, fault.event_data(), internal=True)
+            except StepFault as again:  # the handler raised too: the session fails
+                fault = again.fault
+                error2 = _error_entry(self.seq + 1, now, ERROR_EXECUTION, fault, active)
+                return [shown, *self._fail(fault, kind, event, data, [error, error2],
+                                           consumed, revived)]
+            self._commit([step], first=[error], consumed=consumed, revived=revived)
+            return [shown, step]
+        return [shown, *self._fail(fault, kind, event, data, [error], consumed, revived)]
+
+    def _fail(self, fault: Fault, kind: str, event: str, data: Mapping[str, Any],
+              errors: list[JournalEntry], consumed: list[int] | None,
+              revived: list[int] | None) -> list[Step]:
+        """Bury the event, mark the session ``failed``, let the lease go."""
+        letter = DeadLetter(0, self.session_id, kind, event, dict(data), self.clock.now(),
+                            fault.describe())
+        self._stop_invoker("interrupted")  # a failed session runs no agents
+        self._commit([], first=errors + self._take_invoke_notes(), consumed=consumed,
+                     revived=revived, buried=[letter], status="failed")
+        self.outcome = RunOutcome("failed", failure=StepFailed(self.session_id, fault))
+        self.store.release(self.lease)
+        return []
+
+    def send(self, event: str, data: Mapping[str, Any] | None = None, *,
+             internal: bool = False) -> Step:
+        """Deliver one event directly (a live runner's own API); ``internal`` lets the
+        engine's reserved names through (``done.invoke.<id>``...). Returns the step, or
+        the ``error.execution`` step when a fault was handled; StepFailed once the
+        session has failed here, SessionClosed once it was cancelled or removed."""
+        self._raise_if_ended()
         self._keep_lease()
-        step = self.session.send(event, data)
-        self._commit([step])
-        return step
+        steps = self._deliver("event", event, data or {}, internal=internal)
+        self._raise_if_ended()
+        return steps[-1]
+
+    def _raise_if_ended(self) -> None:
+        outcome = self.outcome
+        if outcome is not None and outcome.failure is not None:
+            raise outcome.failure
+        if outcome is not None:
+            raise SessionClosed(f"session {self.session_id!r} is {outcome.kind}; "
+                                "it takes no more events here")
 
     def wake(self) -> None:
         """Look at the inbox now instead of at the next poll (thread-safe; for a signal
@@ -268,12 +447,15 @@ class Runner:
         return self.session.accepts(event, self.active)
 
     async def run(self, stop: asyncio.Event | None = None, poll: float = INBOX_POLL,
-                  on_step: Callable[[Step], None] | None = None) -> None:
-        """Pump until the session is final or ``stop`` is set; ``on_step`` sees each step.
+                  on_step: Callable[[Step], None] | None = None) -> RunOutcome:
+        """Pump until the session is final, failed, cancelled or ``stop`` is set;
+        ``on_step`` sees each step. Returns how it ended.
 
         Steps run in a worker thread, so that while an action works (a sub-agent for
-        minutes), this loop keeps the lease renewed, hears ``stop`` and serves async
-        bindings. A stop lets the step under way finish and commit first.
+        minutes), this loop keeps the lease renewed, hears ``stop``, looks for a cancel
+        request (every ``poll`` seconds) and serves async bindings. A stop lets the step
+        under way finish and commit first; a cancel stops the runner's child processes
+        first, so that a step waiting on one ends.
         """
         stop = stop or asyncio.Event()
         self.loop_ref.attach(asyncio.get_running_loop())
@@ -281,10 +463,16 @@ class Runner:
         self._wake_loop = asyncio.get_running_loop()
         renewer = asyncio.create_task(self._renew_until_cancelled())
         try:
-            await self._loop(stop, poll, on_step, renewer)
+            return await self._loop(stop, poll, on_step, renewer)
+        except (SessionGone, SessionNotFound):  # any read of a deleted session
+            await asyncio.to_thread(self._stop_invoker, "cancelled")
+            self._invoke_notes.clear()  # nowhere to journal them
+            await asyncio.to_thread(stop_descendants, CHILD_GRACE)
+            self.outcome = RunOutcome("removed", reason=str(self._gone()))
+            return self.outcome
         finally:
             renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, SessionBusy):
+            with contextlib.suppress(asyncio.CancelledError, SessionBusy, SessionGone):
                 await renewer
 
     async def _renew_until_cancelled(self) -> None:
@@ -293,20 +481,68 @@ class Runner:
             await asyncio.to_thread(self._keep_lease)
 
     async def _loop(self, stop: asyncio.Event, poll: float,
-                    on_step: Callable[[Step], None] | None, renewer: asyncio.Task[None]) -> None:
+                    on_step: Callable[[Step], None] | None,
+                    renewer: asyncio.Task[None]) -> RunOutcome:
         while not stop.is_set():
             if renewer.done():
-                renewer.result()  # the lease was lost: raise SessionBusy
-            for step in await asyncio.to_thread(self.pump):
+                renewer.result()  # the lease was lost: raise SessionBusy (or SessionGone)
+            for step in await self._pump_watching(poll):
                 if on_step is not None:
                     on_step(step)
+            if self.outcome is not None:
+                return self.outcome
+            if self._cancel is None:
+                self._cancel = await asyncio.to_thread(self._cancel_request)
+            if self._cancel is not None:
+                return await asyncio.to_thread(self._cancel_now, self._cancel)
             if self.session.is_final:
-                break
+                return RunOutcome("finished")
             wait = poll
             deadline = self.session.next_deadline()
             if deadline is not None:
                 wait = max(0.0, min(wait, deadline - self.clock.now()))
             await self._idle(stop, wait)
+        return RunOutcome("stopped")
+
+    async def _pump_watching(self, poll: float) -> list[Step]:
+        """:meth:`pump` in a worker thread; meanwhile a cancel request stops the runner's
+        child processes, so that a step waiting on one of them ends."""
+        pumping = asyncio.ensure_future(asyncio.to_thread(self.pump))
+        while True:
+            done, _ = await asyncio.wait([pumping], timeout=poll)
+            if done:
+                return pumping.result()
+            if self._cancel is None:
+                request = await asyncio.to_thread(self._cancel_request)
+                if request is not None:
+                    self._cancel = request
+                    await asyncio.to_thread(self._stop_invoker, "cancelled")
+                    await asyncio.to_thread(stop_descendants, CHILD_GRACE)
+
+    def _cancel_request(self) -> CancelRequest | None:
+        try:
+            return self.store.cancel_request(self.session_id)
+        except SessionNotFound:
+            raise self._gone() from None
+
+    def _cancel_now(self, request: CancelRequest) -> RunOutcome:
+        """Stop the invoked agents and the children, disarm the timers, journal
+        ``cancelled``, let the lease go."""
+        self._stop_invoker("cancelled")
+        stopped = stop_descendants(CHILD_GRACE)
+        disarmed = [t.event for t in self.session.timers]
+        for event in disarmed:
+            self.session.drop_timer(event)
+        parts = [f"reason: {request.reason}" if request.reason else "no reason given"]
+        if stopped:
+            parts.append(f"stopped processes {', '.join(map(str, stopped))}")
+        if disarmed:
+            parts.append(f"timers disarmed: {', '.join(disarmed)}")
+        self._commit([], first=self._take_invoke_notes(), kind="cancelled",
+                     note="; ".join(parts), status="cancelled")
+        self.store.release(self.lease)
+        self.outcome = RunOutcome("cancelled", reason=request.reason)
+        return self.outcome
 
     async def _idle(self, stop: asyncio.Event, seconds: float) -> None:
         """Wait until ``stop``, a :meth:`wake`, or ``seconds`` have passed."""
@@ -325,20 +561,18 @@ class Runner:
         A runner that lost its lease leaves the agents to the runner that took over."""
         if self.invoker is not None:
             invoker, self.invoker = self.invoker, None
-            ours = self._holds_lease()
+            ours = self.outcome is None and self._holds_lease()
             notes = invoker.shutdown(interrupt=ours)
             if ours:
-                with contextlib.suppress(SessionBusy, StoreError):
+                with contextlib.suppress(SessionError, StoreError):
                     self._journal(notes)
         self.store.release(self.lease)
 
     def _holds_lease(self) -> bool:
         try:
             holder = self.store.holder(self.session_id)
-        except SessionNotFound:
-            return True  # the session is gone: nobody else will stop its agents
-        except StoreError:
-            return True
+        except StoreError:  # gone (SessionNotFound) or unreachable: nobody else will
+            return True     # stop its agents
         return holder is not None and (holder.owner, holder.token) == (self.lease.owner,
                                                                        self.lease.token)
 
@@ -363,47 +597,73 @@ class Runner:
     def _reconcile(self) -> None:
         """After a committed step: cancel the invokes of states left, start those of
         states entered."""
-        if self.invoker is not None:
-            self._journal(self.invoker.reconcile(self.session.active, self.session.context))
+        invoker = self.invoker
+        if invoker is not None and self.outcome is None:
+            self._journal(invoker.reconcile(self.session.active, self.session.context))
+
+    def _stop_invoker(self, kind: str) -> None:
+        """Stop every invoked agent (journaled ``kind`` with the next commit); nothing
+        starts afterwards. Safe from the event loop's side while a step runs."""
+        invoker = self.invoker
+        if invoker is not None:
+            self._invoke_notes += invoker.shutdown(kind=kind)
+
+    def _take_invoke_notes(self) -> list[JournalEntry]:
+        notes, self._invoke_notes = self._invoke_notes, []
+        return self._note_entries(notes)
+
+    def _note_entries(self, notes: list[InvokeNote]) -> list[JournalEntry]:
+        now, active = self.clock.now(), self.session.active
+        return [JournalEntry(0, now, n.kind, None, {"invoke": n.invoke, **n.data}, active,
+                             active, n.note) for n in notes]
 
     def _journal(self, notes: list[InvokeNote]) -> None:
-        if not notes:
-            return
-        seq, now, active = self.seq + 1, self.clock.now(), self.session.active
-        self._commit_entries([
-            JournalEntry(seq, now, n.kind, None, {"invoke": n.invoke, **n.data}, active,
-                         active, n.note) for n in notes])
+        if notes:
+            self._commit([], first=self._note_entries(notes))
 
     # -- persistence ------------------------------------------------------------------
 
-    def _commit(self, steps: list[Step], *, consumed: list[int] | None = None,
-                kind: str | None = None, note: str | None = None,
-                spec: SpecSource | None = None) -> None:
-        seq = self.seq + 1
-        now = self.clock.now()
-        entries = [JournalEntry(seq, step.at, step.kind, step.event, dict(step.data),
-                                step.before, step.after, step.note) for step in steps]
-        if kind is not None:
-            active = self.session.active
-            entries.append(JournalEntry(seq, now, kind, before=active, after=active, note=note))
-        self._commit_entries(entries, consumed=consumed, spec=spec)
+    def _commit(self, steps: list[Step], *, first: list[JournalEntry] | None = None,
+                consumed: list[int] | None = None, revived: list[int] | None = None,
+                buried: list[DeadLetter] | None = None, kind: str | None = None,
+                note: str | None = None, spec: SpecSource | None = None,
+                status: str | None = None) -> None:
+        """One store transaction: ``first`` entries, the steps, a ``kind`` note entry."""
+        with self._commit_lock:
+            seq = self.seq + 1
+            now = self.clock.now()
+            entries = [JournalEntry(seq, e.at, e.kind, e.event, e.data, e.before, e.after,
+                                    e.note) for e in first or []]
+            entries += [JournalEntry(seq, step.at, step.kind, step.event, dict(step.data),
+                                     step.before, step.after, step.note) for step in steps]
+            if kind is not None:
+                active = self.session.active
+                entries.append(JournalEntry(seq, now, kind, before=active, after=active,
+                                            note=note))
+            elif note is not None and entries:
+                last = entries[-1]
+                entries[-1] = JournalEntry(seq, last.at, last.kind, last.event, last.data,
+                                           last.before, last.after,
+                                           f"{last.note}; {note}" if last.note else note)
+            try:
+                self.seq = self.store.commit_step(
+                    self.session_id, expected_seq=self.seq, lease_token=self.lease.token,
+                    entries=entries, snapshot=self.session.snapshot().to_json(),
+                    status=status or _status(self.session), consumed=consumed or [],
+                    now=now, spec=spec, buried=buried, revived=revived,
+                )
+            except SessionNotFound:
+                raise self._gone() from None
+            except StaleSession as exc:
+                raise SessionBusy(f"session {self.session_id!r} was taken over by another "
+                                  f"runner; this one stops ({exc})") from None
+            self.active = self.session.active
         if any(step.before != step.after for step in steps):
-            self._reconcile()
+            self._reconcile()  # outside the commit lock: it may journal (commit) itself
 
-    def _commit_entries(self, entries: list[JournalEntry], *,
-                        consumed: list[int] | None = None,
-                        spec: SpecSource | None = None) -> None:
-        now = self.clock.now()
-        try:
-            self.seq = self.store.commit_step(
-                self.session_id, expected_seq=self.seq, lease_token=self.lease.token,
-                entries=entries, snapshot=self.session.snapshot().to_json(),
-                status=_status(self.session), consumed=consumed or [], now=now, spec=spec,
-            )
-        except StaleSession as exc:
-            raise SessionBusy(f"session {self.session_id!r} was taken over by another "
-                              f"runner; this one stops ({exc})") from None
-        self.active = self.session.active
+    def _gone(self) -> SessionGone:
+        return SessionGone(f"session {self.session_id!r} was removed while this runner "
+                           "held it; the runner stops")
 
     def _keep_lease(self) -> None:
         now = self.clock.now()
@@ -411,8 +671,19 @@ class Runner:
             return
         renewed = self.store.renew(self.lease, self.ttl, now)
         if renewed is None:
+            try:
+                self.store.get(self.session_id)
+            except SessionNotFound:
+                raise self._gone() from None
             raise SessionBusy(f"lost the lease on session {self.session_id!r}")
         self.lease = renewed
+
+
+def _error_entry(seq: int, at: float, event: str, fault: Fault,
+                 active: tuple[str, ...]) -> JournalEntry:
+    """The journal line of a fault: its one-line description, the traceback in data."""
+    return JournalEntry(seq, at, "error", event, fault.journal_data(), active, active,
+                        fault.describe())
 
 
 def _get(store: Store, session_id: str) -> SessionRow | None:
@@ -439,11 +710,19 @@ def _acquire(store: Store, session_id: str, owner: str, ttl: float, clock: Clock
 
 def _compile(spec_text: str, spec_path: str, bindings: Bindings | None) -> CompiledMachine:
     try:
-        return compile(loads(spec_text, spec_path), bindings=bindings)
+        ir = build_ir(loads(spec_text, spec_path))
+        guarded = guard_bindings(bindings, ir) if bindings is not None else None
+        return compile(ir, bindings=guarded)
     except SpecError:
         raise
     except ValueError as exc:
         raise SessionError(str(exc)) from None
+
+
+def _invoke_of(event: str) -> str | None:
+    """The invoke id of a ``done.invoke.<id>`` / ``error.invoke.<id>`` event."""
+    prefix = next((p for p in _INVOKE_EVENTS if event.startswith(p)), None)
+    return event[len(prefix):] if prefix is not None else None
 
 
 def _session_folder(store: Store, session_id: str) -> Path:
@@ -455,4 +734,5 @@ def _session_folder(store: Store, session_id: str) -> Path:
 
 
 def _status(session: Session) -> str:
-    return "final" if session.is_final else "running"
+    """The stored status after a step that did not fail or cancel."""
+    return "finished" if session.is_final else "active"

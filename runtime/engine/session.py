@@ -10,7 +10,8 @@ for events and deadlines is the runner's job (``runtime/engine/runner.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import copy
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -19,21 +20,22 @@ from interlock.machines.durations import parse_duration
 from interlock.machines.events import descriptor_matches, reserved_reason
 from interlock.machines.ir import TransitionIR, TransitionKind
 from interlock.runtime.engine.clock import Clock
+from interlock.runtime.engine.errors import SessionError
+from interlock.runtime.engine.faults import StepFault, fault_of
 from interlock.runtime.engine.snapshot import Snapshot, Timer
+
+__all__ = ["MAX_TIMER_STEPS", "Session", "SessionError", "Step", "StepFault"]
 
 # Timers firing within one fire_due call; more means a zero-delay timer loop.
 MAX_TIMER_STEPS = 10_000
 
 
-class SessionError(Exception):
-    """A session cannot do what was asked; the message is fit for a user."""
-
-
 @dataclass(frozen=True, slots=True)
 class Step:
     """What one event did: ``kind`` is "event", "timer", "rejected" (no active state
-    listens for the event; nothing changed) or "dropped" (an invoke's completion that
-    came after its state was left; nothing changed)."""
+    listens for the event; nothing changed), "dropped" (an invoke's completion that came
+    after its state was left; nothing changed) or, from a runner, "error" (a guard or
+    action raised; the step was rolled back; ``note`` says what in one line)."""
 
     kind: str
     event: str
@@ -69,10 +71,17 @@ class Session:
     @classmethod
     def start(cls, compiled: CompiledMachine, clock: Clock,
               context: Mapping[str, Any] | None = None) -> Session:
-        """A new session in the initial configuration (entry actions run, timers armed)."""
-        instance = cast(DurableInstance, compiled.new(context))
-        session = cls(compiled, instance, clock)
-        session._apply_timer_changes()
+        """A new session in the initial configuration (entry actions run, timers armed).
+
+        StepFault if an entry action raises: there is no state before the first one to
+        roll back to, so no session exists.
+        """
+        try:
+            instance = cast(DurableInstance, compiled.new(copy.deepcopy(dict(context or {}))))
+            session = cls(compiled, instance, clock)
+            session._apply_timer_changes()
+        except Exception as exc:
+            raise StepFault(fault_of(exc, None, ())) from exc
         return session
 
     @classmethod
@@ -143,8 +152,13 @@ class Session:
 
     def send(self, event: str, data: Mapping[str, Any] | None = None, *,
              internal: bool = False) -> Step:
-        """Run one event to completion; a rejected event changes nothing. ``internal``:
-        the engine's own event, which may carry a reserved name (done.invoke.<id>, ...)."""
+        """Run one event to completion; a rejected event changes nothing.
+
+        External events (the default) may not use the engine's reserved names;
+        ``internal=True`` is the engine's own send (``error.execution``,
+        ``done.invoke.<id>``, ``error.invoke.<id>``). StepFault if a guard or action
+        raises: the step is rolled back (configuration, history, context, timers).
+        """
         payload = dict(data or {})
         before = self.active
         now = self.clock.now()
@@ -158,29 +172,77 @@ class Session:
         if not self.accepts(event):
             return Step("rejected", event, payload, before, before, now,
                         note="no active state accepts it")
-        self.instance.send(event, **payload)
-        armed, cancelled = self._apply_timer_changes()
+        armed, cancelled = self._guarded(event, lambda: self.instance.send(event, **payload))
         return Step("event", event, payload, before, self.active, now, armed, cancelled)
+
+    def due(self) -> Timer | None:
+        """The soonest timer due by now, if any (none once the session is final)."""
+        if self.is_final:
+            return None
+        timers = self.timers
+        return timers[0] if timers and timers[0].deadline <= self.clock.now() else None
+
+    def fire_one(self) -> Step | None:
+        """Send the soonest timer event due by now (None if none is). StepFault if the
+        step raises: it is rolled back and the timer is still armed."""
+        timer = self.due()
+        if timer is None:
+            return None
+        now = self.clock.now()
+        before = self.active
+
+        def fire() -> None:
+            del self._timers[timer.event]
+            self.instance.send(timer.event)
+
+        armed, cancelled = self._guarded(timer.event, fire)
+        return Step("timer", timer.event, {}, before, self.active, now, armed, cancelled)
 
     def fire_due(self) -> list[Step]:
         """Send every timer event due by now, soonest first (each armed timer once)."""
         steps: list[Step] = []
-        while not self.is_final:
-            now = self.clock.now()
-            due = [t for t in self.timers if t.deadline <= now]
-            if not due:
-                break
+        while self.due() is not None:
             if len(steps) >= MAX_TIMER_STEPS:
                 raise SessionError(f"more than {MAX_TIMER_STEPS} timers fired at once; "
                                    "a zero-delay `after` loop?")
-            timer = due[0]
-            del self._timers[timer.event]
-            before = self.active
-            self.instance.send(timer.event)
-            armed, cancelled = self._apply_timer_changes()
-            steps.append(Step("timer", timer.event, {}, before, self.active, now, armed,
-                              cancelled))
+            step = self.fire_one()
+            assert step is not None
+            steps.append(step)
         return steps
+
+    def drop_timer(self, event: str) -> Timer | None:
+        """Disarm a timer (one whose step failed); the timer, or None if not armed."""
+        return self._timers.pop(event, None)
+
+    def rearm(self, event: str) -> Timer | None:
+        """Arm ``event``'s timer again, due now, if its state is active (a retried timer
+        dead letter); the timer, or None when its state was left meanwhile."""
+        state = next((t.source for ts in self._after.values() for t in ts
+                      if t.event == event), None)
+        if state is None or state not in self.instance.configuration:
+            return None
+        timer = Timer(event, state, self.clock.now())
+        self._timers[event] = timer
+        return timer
+
+    # -- rollback ---------------------------------------------------------------------
+
+    def _guarded(self, event: str, body: Callable[[], None],
+                 ) -> tuple[tuple[Timer, ...], tuple[str, ...]]:
+        """Run ``body`` (one step) and apply its timer changes; on an exception, put the
+        session back as it was before and raise StepFault."""
+        saved = self.instance.save()
+        context = copy.deepcopy(self.context)
+        timers = dict(self._timers)
+        active = self.active
+        try:
+            body()
+            return self._apply_timer_changes()
+        except Exception as exc:
+            fault = fault_of(exc, event, active)
+            self.instance = self.compiled.restore(context, saved)
+            self._timers = timers
+            raise StepFault(fault) from exc
 
     # -- timers -----------------------------------------------------------------------
 

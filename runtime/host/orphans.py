@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from interlock.runtime.store.base import AgentRecord, Store
 
 
 class StoreRegistry:
-    """An :class:`~interlock.runtime.dispatch.dispatcher.AgentRegistry` on a store."""
+    """An :class:`~interlock.runtime.dispatch.polling.AgentRegistry` on a store."""
 
     def __init__(self, store: Store, owner: str | None = None,
                  session_id: str | None = None) -> None:
@@ -81,9 +80,8 @@ def reap_orphans(store: Store, *, grace: float = 5.0,
     Records of live dispatchers, and of other hosts, are left alone.
     """
     reaped: list[Reaped] = []
-    host = socket.gethostname()
     for record in store.agents():
-        if record.owner.partition(":")[0] != host or not owner_is_dead(record.owner):
+        if not owner_is_dead(record.owner):  # live, or of another host
             continue
         if not _marked_members(record):
             outcome = "gone"

@@ -12,7 +12,8 @@ consumer's identity; a wanted type; state-specific types only when ``accepts`` s
 current state takes them; anything else stays in ``inputs/``), claim (atomic rename),
 deliver, then write the handling metadata and drop the claim. Malformed files go to
 ``rejected/`` with their reason. A delivery that raises leaves the claim in place; it is
-retried on the next scan. Claims of consumers that died are adopted and finished;
+retried on the next scan. Claims of consumers that died (known by pid and start time:
+:mod:`interlock.runtime.host.owners`) are adopted and finished;
 delivery is idempotent by signal id (the session store's ``offer``), so a crash between
 claim and metadata never applies a signal twice.
 """
@@ -24,7 +25,6 @@ import logging
 import os
 import queue
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -42,7 +42,7 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from interlock.runtime.host.procfs import start_ticks
+from interlock.runtime.host.owners import default_owner, owner_is_dead
 from interlock.runtime.signals.mailbox import Claim, Mailbox
 from interlock.runtime.signals.model import (
     MAX_SIGNAL_BYTES,
@@ -133,24 +133,6 @@ class ConsumerStats:
     failures: int = 0
 
 
-def consumer_owner() -> str:
-    """This consumer's claims-folder name: ``<pid>-<start ticks>.<tag>.<host>``."""
-    pid = os.getpid()
-    return f"{pid}-{start_ticks(pid) or 0}.{secrets.token_hex(3)}.{socket.gethostname()}"
-
-
-def owner_alive(owner: str) -> bool:
-    """Whether the consumer that named a claims folder still runs. Only one of this host
-    can be known dead; a folder of another host is left to its own consumers."""
-    ident, _, rest = owner.partition(".")
-    host = rest.partition(".")[2]
-    pid, _, started = ident.partition("-")
-    if not pid.isdigit() or host != socket.gethostname():
-        return True
-    ticks = start_ticks(int(pid))
-    return ticks is not None and (not started or ticks == started)
-
-
 class _Hints(FileSystemEventHandler):
     """Names that arrived in one mailbox's ``inputs/``: created, renamed in, or closed
     after writing."""
@@ -214,7 +196,7 @@ class Consumer:
         self.scan_interval = scan_interval
         self.on_handled = on_handled
         self.on_rejected = on_rejected
-        self.owner = owner or consumer_owner()
+        self.owner = owner or default_owner(f"consumer-{secrets.token_hex(3)}")
         self.watch = watch
         self.now = now
         self.stats = ConsumerStats()
@@ -410,7 +392,7 @@ class Consumer:
         mailbox = sub.mailbox
         for owner in mailbox.owners_with_claims():
             mine = owner == self.owner
-            if not mine and owner_alive(owner):
+            if not mine and not owner_is_dead(owner):
                 continue
             for name in list(mailbox.claimed(owner)):
                 claim = (Claim(name, mailbox.claims / owner / name,

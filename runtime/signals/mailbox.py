@@ -30,7 +30,9 @@ from typing import Any
 
 import yaml
 
-from interlock.runtime.signals.model import Signal, check_identifier, fifo_key, render_signal
+from interlock.machines.yamlsrc import load_yaml
+from interlock.runtime.host.owners import is_owner_name
+from interlock.runtime.signals.model import Signal, SignalError, fifo_key, render_signal
 
 FOLDERS = ("tmp", "inputs", "processed", "rejected")
 CLAIMS = ".claims"
@@ -146,7 +148,11 @@ class Mailbox:
     # -- claiming -----------------------------------------------------------------------
 
     def claims_of(self, owner: str) -> Path:
-        folder = self.claims / check_identifier(owner, "consumer id")
+        """The claims folder of ``owner`` (an id of :mod:`interlock.runtime.host.owners`)."""
+        if not is_owner_name(owner):
+            raise SignalError(f"consumer id {owner!r} is not a valid owner id: use "
+                              "host:pid-start:tag (letters, digits, '_', '.', ':', '-')")
+        folder = self.claims / owner
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         return folder
 
@@ -232,8 +238,8 @@ class Mailbox:
 def read_metadata(path: Path) -> dict[str, Any] | None:
     """The handling_metadata of a processed signal file, or None."""
     try:
-        data = yaml.safe_load(path.read_bytes())
-    except (OSError, yaml.YAMLError):
+        data = load_yaml(path.read_bytes())
+    except (OSError, ValueError, yaml.YAMLError):  # ValueError: not UTF-8, or refused
         return None
     if isinstance(data, dict) and isinstance(data.get(METADATA_KEY), dict):
         return dict(data[METADATA_KEY])

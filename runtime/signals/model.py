@@ -8,8 +8,10 @@ A signal file is a small YAML mapping::
     iteration: 1         # optional; APPROVE/SKIP for another iteration are not applied
 
 named ``signal.<YYMMDD-HHmmss>-<ms>-<random>.yaml`` so that automated writers never
-collide (seed 004's forward-compatibility note); the seed's own second-level names
-(``signal.260208-143000.yaml``) are read too. The name without ``signal.`` and
+collide (seed 004's forward-compatibility note); the seed's own second-level names are
+read too, with a 6-digit date as in its schema (``signal.260208-143000.yaml``) or an
+8-digit one as in its workflow example (``signal.20260208-143000.yaml``). ``target`` may
+be left out, as in the seed's example: it means ``ALL``. The name without ``signal.`` and
 ``.yaml`` is the signal's id, unique within its mailbox. Everything here is pure: no
 file system, no clock (times are passed in).
 """
@@ -34,7 +36,7 @@ TARGET_ALL = "ALL"
 MAX_SIGNAL_BYTES = 64 * 1024
 FIELDS = ("type", "target", "message", "iteration")
 
-NAME_RE = re.compile(r"^signal\.(?P<id>(?P<stamp>\d{6}-\d{6})(?:-(?P<ms>\d{3}))?"
+NAME_RE = re.compile(r"^signal\.(?P<id>(?P<stamp>(?:\d{2})?\d{6}-\d{6})(?:-(?P<ms>\d{3}))?"
                      r"(?:-(?P<rand>[A-Za-z0-9]{1,32}))?)\.ya?ml$")
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -105,7 +107,10 @@ def fifo_key(file_name: str) -> tuple[str, str, str]:
     match = NAME_RE.match(file_name)
     if match is None:
         return ("", "", file_name)
-    return (match.group("stamp"), match.group("ms") or "000", file_name)
+    stamp = match.group("stamp")
+    if len(stamp) == 13:  # YYMMDD-HHmmss: this century, like the 8-digit form
+        stamp = "20" + stamp
+    return (stamp, match.group("ms") or "000", file_name)
 
 
 def _did_you_mean(key: str) -> str:
@@ -146,9 +151,7 @@ def parse_signal(raw: bytes, file_name: str) -> Signal:
     if not isinstance(kind, str) or kind.strip().upper() not in SIGNAL_TYPES:
         raise SignalError(f"unknown signal type {kind!r}; one of {', '.join(SIGNAL_TYPES)}")
     kind = kind.strip().upper()
-    target = data.get("target")
-    if target is None:
-        raise SignalError("missing field 'target' (ALL, or the consumer it is for)")
+    target = data.get("target", TARGET_ALL)
     if not isinstance(target, str):
         raise SignalError(f"target must be text, not {target!r}")
     check_identifier(target, "target")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from interlock.runtime.store.base import (
     AgentRecord,
+    CancelRequest,
+    DeadLetter,
     InboxItem,
     InvocationRecord,
     JournalEntry,
@@ -23,6 +25,8 @@ from interlock.runtime.store.base import (
 __all__ = [
     "DEFAULT_PATH",
     "AgentRecord",
+    "CancelRequest",
+    "DeadLetter",
     "InboxItem",
     "InvocationRecord",
     "JournalEntry",

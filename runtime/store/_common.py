@@ -8,6 +8,7 @@ from typing import Any
 
 from interlock.runtime.store.base import (
     AgentRecord,
+    DeadLetter,
     InboxItem,
     InvocationRecord,
     JournalEntry,
@@ -27,6 +28,7 @@ INBOX_COLUMNS = "id, session_id, event, data, enqueued_at"
 AGENT_COLUMNS = "id, pgid, pid, owner, argv, started_at, session_id"
 INVOCATION_COLUMNS = ("id, session_id, invoke, state, argv, spool, started_at, pid, pgid,"
                       " start_ticks, outcome, reason, ended_at")
+DEAD_COLUMNS = "id, session_id, kind, event, data, failed_at, error"
 
 Decode = Callable[[Any], Any]  # a JSON column as the driver returns it -> Python
 
@@ -167,9 +169,23 @@ def fence(
 
 
 def lease_from(session_id: str, owner: str, values: Sequence[Any]) -> Lease:
-    """A Lease from (lease_token, lease_expires_at)."""
+    """A Lease from (lease_token, lease_expires_at[, lease_acquired_at])."""
+    acquired = values[2] if len(values) > 2 else None
     return Lease(session_id=session_id, owner=owner, token=int(values[0]),
-                 expires_at=float(values[1]))
+                 expires_at=float(values[1]),
+                 acquired_at=None if acquired is None else float(acquired))
+
+
+def dead_params(session_id: str, letter: DeadLetter) -> tuple[Any, ...]:
+    """Values for (session_id, kind, event, data, failed_at, error)."""
+    return (session_id, letter.kind, letter.event, dumps(letter.data), letter.failed_at,
+            letter.error)
+
+
+def dead_from(values: Sequence[Any], decode: Decode) -> DeadLetter:
+    return DeadLetter(id=int(values[0]), session_id=values[1], kind=values[2],
+                      event=values[3], data=decode(values[4]), failed_at=float(values[5]),
+                      error=values[6])
 
 
 def not_found(session_id: str) -> SessionNotFound:

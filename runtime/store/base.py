@@ -48,7 +48,7 @@ class SessionRow:
     spec_path: str
     spec_hash: str
     spec_text: str
-    status: str  # "running" | "final" | "failed"
+    status: str  # STORED_STATUSES: "active" | "failed" | "finished" | "cancelled"
     seq: int  # number of the last committed step; 0 right after create
     snapshot: dict[str, Any]
     created_at: float
@@ -93,6 +93,34 @@ class Lease:
     owner: str
     token: int  # increases on every acquisition: the fencing token
     expires_at: float
+    # When this holder took it (None: not recorded); not part of a lease's identity.
+    acquired_at: float | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """An event whose step failed (an action or guard raised), kept out of the inbox.
+
+    ``kind`` is "event" (an inbox item or a direct send) or "timer" (an ``after`` timer
+    event that fired). ``id`` increases per store: the order the letters were buried in;
+    when handing new letters to ``commit_step`` it is ignored (the store assigns it).
+    """
+
+    id: int
+    session_id: str
+    kind: str
+    event: str
+    data: dict[str, Any]
+    failed_at: float
+    error: str  # one line: what raised, where
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRequest:
+    """Someone asked the session's live runner to cancel it."""
+
+    reason: str | None
+    at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +158,11 @@ class InvocationRecord:
     ended_at: float | None = None
 
 
+# What a session row's ``status`` holds. Whether an active session is running or stopped
+# is not stored: it depends on its lease (see runtime/engine/lifecycle.py).
+STORED_STATUSES = ("active", "failed", "finished", "cancelled")
+
+
 class Store(Protocol):
     """Every method is safe to call from several processes at once.
 
@@ -163,10 +196,14 @@ class Store(Protocol):
         consumed: builtins.list[int],
         now: float,
         spec: SpecSource | None = None,
+        buried: builtins.list[DeadLetter] | None = None,
+        revived: builtins.list[int] | None = None,
     ) -> int:
         """Atomically append ``entries``, replace the snapshot and status (and the spec,
         when ``spec`` is given: a migration), delete the
-        ``consumed`` inbox items (ids not queued for this session are ignored), and set
+        ``consumed`` inbox items (ids not queued for this session are ignored), add the
+        ``buried`` dead letters (their ids and session ids are assigned here), delete the
+        ``revived`` dead letters (ids of other sessions are ignored), and set
         seq to ``expected_seq + 1`` (returned) and updated_at to ``now``.
         StaleSession if the stored seq is not ``expected_seq`` or ``lease_token`` is not
         the session's current lease, unexpired at ``now``; then nothing is written.
@@ -213,6 +250,19 @@ class Store(Protocol):
     def release(self, lease: Lease) -> None:
         """Give the lease up; the token is kept, so the next holder's is higher.
         No-op if it was lost."""
+
+    def dead_letters(self, session_id: str) -> builtins.list[DeadLetter]:
+        """The session's dead letters, in the order they were buried."""
+
+    def request_cancel(self, session_id: str, reason: str | None, at: float) -> None:
+        """Ask the session's live runner to cancel it (it looks at least every 0.1 s)."""
+
+    def cancel_request(self, session_id: str) -> CancelRequest | None:
+        """The pending cancel request, if any (kept until the session is deleted)."""
+
+    def delete(self, session_id: str) -> None:
+        """Delete the session with its journal, inbox, dead letters, delivery keys and
+        lease. A runner still holding it finds SessionNotFound on its next commit."""
 
     def record_agent(self, record: AgentRecord) -> None:
         """Remember a started agent process group (before it can outlive its dispatcher);

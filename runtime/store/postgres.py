@@ -22,6 +22,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from interlock.runtime.store._common import (
     AGENT_COLUMNS,
+    DEAD_COLUMNS,
     INBOX_COLUMNS,
     INVOCATION_COLUMNS,
     JOURNAL_COLUMNS,
@@ -32,6 +33,8 @@ from interlock.runtime.store._common import (
     check_entries,
     check_key,
     check_ttl,
+    dead_from,
+    dead_params,
     dumps,
     entry_from,
     fence,
@@ -48,6 +51,8 @@ from interlock.runtime.store._common import (
 from interlock.runtime.store._retry import Backoff, OnRetry, retry
 from interlock.runtime.store.base import (
     AgentRecord,
+    CancelRequest,
+    DeadLetter,
     InboxItem,
     InvocationRecord,
     JournalEntry,
@@ -132,7 +137,24 @@ MIGRATIONS: list[tuple[str, ...]] = [
             PRIMARY KEY (session_id, key)
         )""",
     ),
-    (  # 4: invoked agents of sessions (runtime/engine/invoke.py), kept with their session
+    (  # 4: lifecycle: stored statuses renamed, lease start, cancel requests, dead letters
+        "UPDATE sessions SET status = 'active' WHERE status = 'running'",
+        "UPDATE sessions SET status = 'finished' WHERE status = 'final'",
+        "ALTER TABLE sessions ADD COLUMN lease_acquired_at DOUBLE PRECISION",
+        "ALTER TABLE sessions ADD COLUMN cancel_reason TEXT",
+        "ALTER TABLE sessions ADD COLUMN cancel_requested_at DOUBLE PRECISION",
+        """CREATE TABLE dead_letters (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            event TEXT NOT NULL,
+            data JSONB NOT NULL,
+            failed_at DOUBLE PRECISION NOT NULL,
+            error TEXT NOT NULL
+        )""",
+        "CREATE INDEX dead_letters_by_session ON dead_letters (session_id, id)",
+    ),
+    (  # 5: invoked agents of sessions (runtime/engine/invoke.py), kept with their session
         """CREATE TABLE invocations (
             id TEXT PRIMARY KEY,
             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
@@ -373,11 +395,14 @@ class PostgresStore:
         consumed: builtins.list[int],
         now: float,
         spec: SpecSource | None = None,
+        buried: builtins.list[DeadLetter] | None = None,
+        revived: builtins.list[int] | None = None,
     ) -> int:
         seq = expected_seq + 1
         check_entries(entries, seq)
         journal = [journal_params(session_id, entry) for entry in entries]
         snapshot_text = dumps(snapshot)
+        dead = [dead_params(session_id, letter) for letter in buried or []]
 
         def body(conn: Conn) -> int:
             stored = conn.execute(
@@ -392,6 +417,14 @@ class PostgresStore:
             if consumed:
                 conn.execute("DELETE FROM inbox WHERE session_id = %s AND id = ANY(%s)",
                              (session_id, consumed))
+            if revived:
+                conn.execute("DELETE FROM dead_letters WHERE session_id = %s AND id = ANY(%s)",
+                             (session_id, revived))
+            if dead:
+                with conn.cursor() as cursor:
+                    cursor.executemany(
+                        "INSERT INTO dead_letters (session_id, kind, event, data, failed_at,"
+                        " error) VALUES (%s, %s, %s, %s::jsonb, %s, %s)", dead)
             conn.execute(
                 "UPDATE sessions SET seq = %s, snapshot = %s::jsonb, status = %s,"
                 " updated_at = %s WHERE id = %s",
@@ -509,10 +542,10 @@ class PostgresStore:
         def body(conn: Conn) -> Lease | None:
             values = conn.execute(
                 "UPDATE sessions SET lease_owner = %(owner)s, lease_token = lease_token + 1,"
-                " lease_expires_at = %(expires)s"
+                " lease_expires_at = %(expires)s, lease_acquired_at = %(now)s"
                 " WHERE id = %(id)s AND (lease_owner IS NULL OR lease_expires_at <= %(now)s"
                 " OR lease_owner = %(owner)s OR lease_owner = %(take_from)s)"
-                " RETURNING lease_token, lease_expires_at",
+                " RETURNING lease_token, lease_expires_at, lease_acquired_at",
                 {"owner": owner, "expires": now + ttl, "id": session_id, "now": now,
                  "take_from": take_from},
             ).fetchone()
@@ -526,7 +559,8 @@ class PostgresStore:
     def holder(self, session_id: str) -> Lease | None:
         def body(conn: Conn) -> Lease | None:
             row = conn.execute(
-                "SELECT lease_owner, lease_token, lease_expires_at FROM sessions WHERE id = %s",
+                "SELECT lease_owner, lease_token, lease_expires_at, lease_acquired_at"
+                " FROM sessions WHERE id = %s",
                 (session_id,),
             ).fetchone()
             if row is None:
@@ -542,7 +576,7 @@ class PostgresStore:
             values = conn.execute(
                 "UPDATE sessions SET lease_expires_at = %s"
                 " WHERE id = %s AND lease_owner = %s AND lease_token = %s"
-                " RETURNING lease_token, lease_expires_at",
+                " RETURNING lease_token, lease_expires_at, lease_acquired_at",
                 (now + ttl, lease.session_id, lease.owner, lease.token),
             ).fetchone()
             return None if values is None else lease_from(lease.session_id, lease.owner, values)
@@ -552,12 +586,57 @@ class PostgresStore:
     def release(self, lease: Lease) -> None:
         def body(conn: Conn) -> None:
             conn.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL"
+                "UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL,"
+                " lease_acquired_at = NULL"
                 " WHERE id = %s AND lease_owner = %s AND lease_token = %s",
                 (lease.session_id, lease.owner, lease.token),
             )
 
         self._run(body, _rerun)
+
+    def dead_letters(self, session_id: str) -> builtins.list[DeadLetter]:
+        def body(conn: Conn) -> builtins.list[DeadLetter]:
+            self._require(conn, session_id)
+            rows = conn.execute(f"SELECT {DEAD_COLUMNS} FROM dead_letters"
+                                " WHERE session_id = %s ORDER BY id", (session_id,)).fetchall()
+            return [dead_from(values, _same) for values in rows]
+
+        return self._run(body, _rerun)
+
+    def request_cancel(self, session_id: str, reason: str | None, at: float) -> None:
+        def body(conn: Conn) -> None:
+            updated = conn.execute(
+                "UPDATE sessions SET cancel_reason = %s, cancel_requested_at = %s"
+                " WHERE id = %s RETURNING 1", (reason, at, session_id)).fetchone()
+            if updated is None:
+                raise not_found(session_id)
+
+        self._run(body, _rerun)
+
+    def cancel_request(self, session_id: str) -> CancelRequest | None:
+        def body(conn: Conn) -> CancelRequest | None:
+            values = conn.execute("SELECT cancel_reason, cancel_requested_at FROM sessions"
+                                  " WHERE id = %s", (session_id,)).fetchone()
+            if values is None:
+                raise not_found(session_id)
+            return None if values[1] is None else CancelRequest(values[0], float(values[1]))
+
+        return self._run(body, _rerun)
+
+    def delete(self, session_id: str) -> None:
+        def body(conn: Conn) -> bool:
+            deleted = conn.execute("DELETE FROM sessions WHERE id = %s RETURNING 1",
+                                   (session_id,)).fetchone()
+            if deleted is None:
+                raise not_found(session_id)
+            return True
+
+        def resolve(conn: Conn) -> bool | None:
+            gone = conn.execute("SELECT 1 FROM sessions WHERE id = %s",
+                                (session_id,)).fetchone() is None
+            return True if gone else None
+
+        self._run(body, resolve)
 
     def record_agent(self, record: AgentRecord) -> None:
         values = agent_params(record)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from interlock.runtime.store._common import (
     AGENT_COLUMNS,
+    DEAD_COLUMNS,
     INBOX_COLUMNS,
     INVOCATION_COLUMNS,
     JOURNAL_COLUMNS,
@@ -29,6 +30,8 @@ from interlock.runtime.store._common import (
     check_entries,
     check_key,
     check_ttl,
+    dead_from,
+    dead_params,
     dumps,
     entry_from,
     fence,
@@ -45,6 +48,8 @@ from interlock.runtime.store._common import (
 from interlock.runtime.store._retry import Backoff, OnRetry, retry
 from interlock.runtime.store.base import (
     AgentRecord,
+    CancelRequest,
+    DeadLetter,
     InboxItem,
     InvocationRecord,
     JournalEntry,
@@ -120,7 +125,24 @@ MIGRATIONS: list[tuple[str, ...]] = [
             PRIMARY KEY (session_id, key)
         )""",
     ),
-    (  # 4: invoked agents of sessions (runtime/engine/invoke.py), kept with their session
+    (  # 4: lifecycle: stored statuses renamed, lease start, cancel requests, dead letters
+        "UPDATE sessions SET status = 'active' WHERE status = 'running'",
+        "UPDATE sessions SET status = 'finished' WHERE status = 'final'",
+        "ALTER TABLE sessions ADD COLUMN lease_acquired_at REAL",
+        "ALTER TABLE sessions ADD COLUMN cancel_reason TEXT",
+        "ALTER TABLE sessions ADD COLUMN cancel_requested_at REAL",
+        """CREATE TABLE dead_letters (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            event TEXT NOT NULL,
+            data TEXT NOT NULL,
+            failed_at REAL NOT NULL,
+            error TEXT NOT NULL
+        )""",
+        "CREATE INDEX dead_letters_by_session ON dead_letters (session_id, id)",
+    ),
+    (  # 5: invoked agents of sessions (runtime/engine/invoke.py), kept with their session
         """CREATE TABLE invocations (
             id TEXT PRIMARY KEY,
             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
@@ -330,11 +352,14 @@ class SqliteStore:
         consumed: builtins.list[int],
         now: float,
         spec: SpecSource | None = None,
+        buried: builtins.list[DeadLetter] | None = None,
+        revived: builtins.list[int] | None = None,
     ) -> int:
         seq = expected_seq + 1
         check_entries(entries, seq)
         journal = [journal_params(session_id, entry) for entry in entries]
         snapshot_text = dumps(snapshot)
+        dead = [dead_params(session_id, letter) for letter in buried or []]
 
         def body(conn: sqlite3.Connection) -> int:
             stored = conn.execute(
@@ -347,6 +372,10 @@ class SqliteStore:
                              f" VALUES ({_marks(9)})", journal)
             conn.executemany("DELETE FROM inbox WHERE session_id = ? AND id = ?",
                              [(session_id, item) for item in consumed])
+            conn.executemany("DELETE FROM dead_letters WHERE session_id = ? AND id = ?",
+                             [(session_id, item) for item in revived or []])
+            conn.executemany("INSERT INTO dead_letters (session_id, kind, event, data,"
+                             f" failed_at, error) VALUES ({_marks(6)})", dead)
             conn.execute(
                 "UPDATE sessions SET seq = ?, snapshot = ?, status = ?, updated_at = ?"
                 " WHERE id = ?", (seq, snapshot_text, status, now, session_id),
@@ -431,11 +460,11 @@ class SqliteStore:
         def body(conn: sqlite3.Connection) -> Lease | None:
             values = conn.execute(
                 "UPDATE sessions SET lease_owner = ?, lease_token = lease_token + 1,"
-                " lease_expires_at = ?"
+                " lease_expires_at = ?, lease_acquired_at = ?"
                 " WHERE id = ? AND (lease_owner IS NULL OR lease_expires_at <= ?"
                 " OR lease_owner = ? OR lease_owner = ?)"
-                " RETURNING lease_token, lease_expires_at",
-                (owner, now + ttl, session_id, now, owner, take_from),
+                " RETURNING lease_token, lease_expires_at, lease_acquired_at",
+                (owner, now + ttl, now, session_id, now, owner, take_from),
             ).fetchone()
             if values is None:
                 self._require(conn, session_id)
@@ -451,7 +480,7 @@ class SqliteStore:
             values = conn.execute(
                 "UPDATE sessions SET lease_expires_at = ?"
                 " WHERE id = ? AND lease_owner = ? AND lease_token = ?"
-                " RETURNING lease_token, lease_expires_at",
+                " RETURNING lease_token, lease_expires_at, lease_acquired_at",
                 (now + ttl, lease.session_id, lease.owner, lease.token),
             ).fetchone()
             return None if values is None else lease_from(lease.session_id, lease.owner, values)
@@ -461,7 +490,8 @@ class SqliteStore:
     def holder(self, session_id: str) -> Lease | None:
         def body(conn: sqlite3.Connection) -> Lease | None:
             row = conn.execute(
-                "SELECT lease_owner, lease_token, lease_expires_at FROM sessions WHERE id = ?",
+                "SELECT lease_owner, lease_token, lease_expires_at, lease_acquired_at"
+                " FROM sessions WHERE id = ?",
                 (session_id,),
             ).fetchone()
             if row is None:
@@ -473,10 +503,44 @@ class SqliteStore:
     def release(self, lease: Lease) -> None:
         def body(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL"
-                " WHERE id = ? AND lease_owner = ? AND lease_token = ?",
+                "UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL,"
+                " lease_acquired_at = NULL WHERE id = ? AND lease_owner = ? AND lease_token = ?",
                 (lease.session_id, lease.owner, lease.token),
             )
+
+        self._write(body)
+
+    def dead_letters(self, session_id: str) -> builtins.list[DeadLetter]:
+        def body(conn: sqlite3.Connection) -> builtins.list[DeadLetter]:
+            self._require(conn, session_id)
+            rows = conn.execute(f"SELECT {DEAD_COLUMNS} FROM dead_letters"
+                                " WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
+            return [dead_from(values, json.loads) for values in rows]
+
+        return self._read(body)
+
+    def request_cancel(self, session_id: str, reason: str | None, at: float) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            self._require(conn, session_id)
+            conn.execute("UPDATE sessions SET cancel_reason = ?, cancel_requested_at = ?"
+                         " WHERE id = ?", (reason, at, session_id))
+
+        self._write(body)
+
+    def cancel_request(self, session_id: str) -> CancelRequest | None:
+        def body(conn: sqlite3.Connection) -> CancelRequest | None:
+            values = conn.execute("SELECT cancel_reason, cancel_requested_at FROM sessions"
+                                  " WHERE id = ?", (session_id,)).fetchone()
+            if values is None:
+                raise not_found(session_id)
+            return None if values[1] is None else CancelRequest(values[0], float(values[1]))
+
+        return self._read(body)
+
+    def delete(self, session_id: str) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            self._require(conn, session_id)
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))  # cascades
 
         self._write(body)
 

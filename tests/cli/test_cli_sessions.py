@@ -50,7 +50,7 @@ def test_run_send_status_log_and_ctrl_c_then_resume(cli: Cli, tmp_path: Path) ->
     assert [e["data"].get("n") for e in entries if e["event"] == "tick"] == [5, 6]
     assert entries[-1]["after"] == ["done"]
     final = json.loads(cli("status", "s1", "--json", cwd=tmp_path).stdout)
-    assert final["status"] == "final" and final["context"]["seen"] == [5, 6]
+    assert final["status"] == "finished" and final["context"]["seen"] == [5, 6]
 
     diagram = cli("diagram", "--session", "s1", cwd=tmp_path)
     assert diagram.returncode == 0

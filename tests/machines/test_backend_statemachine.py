@@ -274,3 +274,57 @@ def test_compile_accepts_ir_and_partial_bindings_on_backend() -> None:
     with pytest.raises(UnboundNameError, match="transition action 'y'"):
         m.send("go")
     assert seen == ["x"]
+
+
+CREW = """
+machine: crew
+initial: working
+states:
+  working:
+    invoke: {id: work, agent: executor, prompt: "Task: {{ context.task }}", timeout: 10m}
+    on:
+      done.invoke.work: {target: reviewing, actions: [record]}
+      error.invoke.work: failed
+  reviewing:
+    type: parallel
+    on: {error.invoke: failed}
+    states:
+      security:
+        initial: checking
+        states:
+          checking:
+            invoke: {agent: reviewer}
+            on: {done.invoke.checking: passed}
+          passed: {type: final}
+      style:
+        initial: linting
+        states:
+          linting:
+            invoke: {command: [ruff, check]}
+            on: {done.invoke.linting: clean}
+          clean: {type: final}
+  failed: {type: final}
+"""
+
+
+def test_a_spec_with_invokes_compiles_and_hears_their_events() -> None:
+    compiled, recorder = build(CREW)
+    assert [i.id for i in compiled.ir.invokes] == ["work", "checking", "linting"]
+    m = compiled.new()
+    assert config(m) == ["working"]
+    m.send("done.invoke.work", success=True)
+    assert recorder.log == [("record", "done.invoke.work", "working", "reviewing")]
+    assert recorder.calls[0].data == {"success": True}
+    assert config(m) == ["checking", "linting", "reviewing", "security", "style"]
+    m.send("done.invoke.checking")
+    assert config(m) == ["linting", "passed", "reviewing", "security", "style"]
+    m.send("done.invoke.work")  # its state was left: nothing listens any more
+    assert config(m) == ["linting", "passed", "reviewing", "security", "style"]
+    m.send("error.invoke.linting", reason="timeout")  # heard by the parallel state
+    assert config(m) == ["failed"]
+
+
+def test_an_invoke_failure_takes_the_error_transition() -> None:
+    m, _ = start(CREW)
+    m.send("error.invoke.work", reason="runner_lost")
+    assert config(m) == ["failed"]

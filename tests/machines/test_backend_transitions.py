@@ -343,3 +343,25 @@ def test_top_level_parallel_terminates_when_every_region_finishes() -> None:
 def test_compile_for_transitions_reports_every_refusal_at_once() -> None:
     found = refusal(HISTORY.replace("pause: paused", "pause: paused, job.*: paused"))
     assert [line for _, line, _, _ in found] == [6, 8]
+
+
+INVOKE = """\
+machine: crew
+initial: working
+states:
+  working:
+    invoke: {agent: executor}
+    on: {done.invoke.working: finished}
+  finished: {type: final}
+"""
+
+
+def test_refuses_invoke_at_the_invoke() -> None:
+    [(code, line, column, message)] = refusal(INVOKE)
+    assert (code, line, column) == ("B301", 5, 5)
+    assert "`invoke:` in state 'working'" in message
+    spec = loads(INVOKE, file="spec.yaml")
+    with pytest.raises(SpecError) as info:
+        compile(spec, "transitions")
+    hint = info.value.diagnostics[0].hint or ""
+    assert "no runtime" in hint and "statemachine" in hint

@@ -19,13 +19,13 @@ from interlock.machines.yamlsrc import MAX_BYTES
 BROKEN = Path(__file__).parent / "broken"
 EXPECTED_FILE = BROKEN / "EXPECTED.txt"
 CORPUS = sorted(p for p in BROKEN.iterdir() if p.is_file() and p != EXPECTED_FILE)
-WARNINGS = {"M205", "M206", "M209"}
+WARNINGS = {"M205", "M206", "M209", "M223"}
 # Codes the corpus cannot hold as a file: made in tmp_path below, or not lint's.
 # D codes belong to the dispatch configuration (tests/test_dispatch_config.py).
 NOT_IN_CORPUS = {"Y007", "Y011", "B301"} | {code for code in CODES if code.startswith("D")}
 
 _LINE = re.compile(r"(?P<file>\S+) (?P<code>[A-Z]\d{3}) (?P<line>\d+):(?P<col>\d+)")
-_BINDINGS = re.compile(rb"\A# lint-bindings:(?P<names>[^\n]*)\n")
+_HEADER = re.compile(rb"\A# lint-(?P<kind>bindings|agents):(?P<names>[^\n]*)\n")
 
 Found = set[tuple[str, int, int]]
 
@@ -46,11 +46,17 @@ def _read_expected() -> dict[str, Found]:
 EXPECTED = _read_expected()
 
 
-def _bindings(raw: bytes) -> Mapping[str, object] | None:
-    match = _BINDINGS.match(raw)
-    if match is None:
+def _header(raw: bytes, kind: str) -> list[str] | None:
+    """The names of a ``# lint-<kind>: a, b`` first line, or None without one."""
+    match = _HEADER.match(raw)
+    if match is None or match["kind"].decode() != kind:
         return None
-    return {name.strip(): object() for name in match["names"].decode().split(",")}
+    return [name.strip() for name in match["names"].decode().split(",")]
+
+
+def _bindings(raw: bytes) -> Mapping[str, object] | None:
+    names = _header(raw, "bindings")
+    return None if names is None else dict.fromkeys(names, object())
 
 
 def diagnose(path: Path) -> list[Diagnostic]:
@@ -59,7 +65,8 @@ def diagnose(path: Path) -> list[Diagnostic]:
         spec = load(path)
     except SpecError as exc:
         return exc.diagnostics
-    return lint(spec, _bindings(path.read_bytes()))
+    raw = path.read_bytes()
+    return lint(spec, _bindings(raw), _header(raw, "agents"))
 
 
 def test_the_corpus_is_big_enough() -> None:

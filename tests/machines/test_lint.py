@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
-from interlock.machines import Diagnostic, Severity, build_ir, lint, loads
+from interlock.machines import Diagnostic, Severity, build_ir, lint, load, loads
+from interlock.machines.templates import template_syntax_error
 
 DESIGN_EXAMPLE = """\
 machine: polling_state
@@ -818,3 +820,269 @@ def test_context_defaults_match_their_type(type_: str, default: str, fits: bool)
     head = f"context:\n  f: {{type: {type_}, default: {default}}}\n"
     found = of("M215", machine("a: {type: final}\n", head))
     assert [(d.mark.line, d.mark.column) for d in found] == ([] if fits else [(3, 24 + len(type_))])
+
+
+# -- invoke: M216-M222, and S104/S105/M212/M214 for its fields --------------------------
+
+CREW = """\
+machine: crew
+context:
+  current_task: {type: str, default: ""}
+  review_timeout: {type: duration, default: 5m}
+initial: working
+states:
+  working:
+    invoke:
+      id: work
+      agent: executor
+      prompt: |
+        Task: {{ context.current_task }}
+        {% for s in signals %}- {{ s.message }}
+        {% endfor %}
+      input: {task: "{{ context.current_task }}", files: ["{{ input.task }}.md"]}
+      timeout: 10m
+      on_resume: restart
+    on:
+      done.invoke.work: {target: reviewing, actions: [record]}
+      error.invoke.work: failed
+  reviewing:
+    type: parallel
+    on: {error.invoke: failed}
+    states:
+      security:
+        initial: checking
+        states:
+          checking:
+            invoke: {agent: reviewer, timeout: review_timeout}
+            on: {done.invoke.checking: passed}
+          passed: {type: final}
+      style:
+        initial: linting
+        states:
+          linting:
+            invoke: {command: [sh, -c, "ruff check ."], timeout: 90}
+            on: {done.invoke.linting: clean}
+          clean: {type: final}
+  failed: {type: final}
+"""
+
+
+def invoking(invoke: str, on: str = "{done.invoke.a: b}", head: str = "") -> str:
+    """A two-state machine whose first state ``a`` has ``invoke: <invoke>``."""
+    return machine(f"a:\n  invoke: {invoke}\n  on: {on}\nb: {{type: final}}\n",
+                   "initial: a\n" + head)
+
+
+def codes(text: str, agents: list[str] | None = None) -> list[tuple[str, int, int]]:
+    spec = loads(textwrap.dedent(text), "spec.yaml")
+    return [(d.code, d.mark.line, d.mark.column) for d in lint(spec, agents=agents)]
+
+
+def test_a_crew_with_invokes_is_clean() -> None:
+    assert run(CREW) == []
+    assert lint(loads(CREW), agents={"executor", "reviewer"}) == []
+
+
+@pytest.mark.parametrize(("invoke", "found", "words"), [
+    ("{agent: x, command: [sh]}", [("M216", 5, 33)], "both `agent:` and `command:`"),
+    ("{prompt: hi}", [("M216", 5, 5)], "neither `agent:` nor `command:`"),
+    ("{command: []}", [("M216", 5, 23)], "empty `command:`"),
+    ("{command: ['']}", [("M216", 5, 23)], "empty `command:`"),
+])
+def test_an_invoke_runs_exactly_one_agent_or_command(
+    invoke: str, found: list[tuple[str, int, int]], words: str
+) -> None:
+    assert codes(invoking(invoke)) == found
+    assert words in of("M216", invoking(invoke))[0].message
+
+
+def test_prompt_and_prompt_file_exclude_each_other() -> None:
+    [d] = of("M217", invoking("{agent: x, prompt: hi, prompt_file: p.md}"))
+    assert (d.mark.line, d.mark.column) == (5, 49)
+    assert d.hint and "keep one" in d.hint
+
+
+def _spec_file(folder: Path, invoke: str, name: str = "spec.yaml") -> Path:
+    path = folder / name
+    path.write_text(invoking(invoke))
+    return path
+
+
+def test_a_missing_prompt_file_is_reported_relative_to_the_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "task.md.j2").write_text("Task: {{ context.task }}\n")
+    monkeypatch.chdir(tmp_path / "prompts")  # not the folder the file is resolved from
+    spec = _spec_file(tmp_path, "{agent: x, prompt_file: prompts/task.md.j}")
+    [d] = lint(load(spec))
+    assert (d.code, d.mark.file, d.mark.line, d.mark.column) == ("M218", str(spec), 5, 37)
+    assert d.hint == "did you mean 'prompts/task.md.j2'?"
+    assert lint(load(_spec_file(tmp_path, "{agent: x, prompt_file: prompts/task.md.j2}"))) == []
+
+
+def test_a_prompt_file_that_is_a_folder_or_not_text(tmp_path: Path) -> None:
+    (tmp_path / "bin.j2").write_bytes(b"\xff\xfe")
+    assert [d.code for d in lint(load(_spec_file(tmp_path, "{agent: x, prompt_file: .}")))] \
+        == ["M218"]
+    [d] = lint(load(_spec_file(tmp_path, "{agent: x, prompt_file: bin.j2}")))
+    assert d.code == "M218" and "not UTF-8" in d.message
+
+
+def test_a_prompt_file_is_not_checked_for_a_spec_read_from_text() -> None:
+    assert run(invoking("{agent: x, prompt_file: nowhere.md.j2}")) == []
+
+
+def test_template_syntax_errors_are_found_by_jinja2() -> None:
+    assert template_syntax_error("{{ context.a }} {% if input.b %}x{% endif %}") is None
+    problem = template_syntax_error("one\ntwo {{ x }\n")
+    assert problem is not None and (problem.line, problem.message) == (2, "unexpected '}'")
+
+
+def test_a_prompt_syntax_error_on_one_line_points_at_the_value() -> None:
+    assert codes(invoking("{agent: x, prompt: 'Task: {{ context.t }'}")) == [("M219", 5, 32)]
+
+
+def test_a_prompt_syntax_error_in_a_block_points_at_its_line() -> None:
+    text = machine("""\
+        a:
+          invoke:
+            agent: x
+            prompt: |
+              line one
+              line two {% if context.x %}
+              line three {{ context.y }
+          on: {done.invoke.a: b}
+        b: {type: final}
+    """, "initial: a\n")
+    [d] = of("M219", text)
+    assert (d.mark.line, d.mark.column) == (10, 1)
+    assert "unexpected '}'" in d.message and "prompt of state 'a'" in d.message
+
+
+def test_an_input_string_is_a_template_too() -> None:
+    text = invoking("{agent: x, input: {task: ok, more: {list: [1, '{{ a ]}']}}}")
+    [d] = of("M219", text)
+    assert (d.mark.line, d.mark.column) == (5, 42)
+    assert "input 'more'" in d.message
+
+
+def test_a_prompt_file_syntax_error_points_into_the_prompt_file(tmp_path: Path) -> None:
+    prompt = tmp_path / "task.md.j2"
+    prompt.write_text("Hello\n\n{% for s in signals %}{{ s }}\n")
+    [d] = lint(load(_spec_file(tmp_path, "{agent: x, prompt_file: task.md.j2}")))
+    assert (d.code, d.mark.file, d.mark.line, d.mark.column) == ("M219", str(prompt), 3, 1)
+    assert d.hint == f"the file is named at {tmp_path / 'spec.yaml'}:5:37"
+
+
+def test_done_and_error_events_must_name_an_invoke() -> None:
+    text = invoking("{id: work, agent: x}", "{done.invoke.wrok: b, error.invoke.a: b}")
+    assert codes(text) == [("M220", 6, 10), ("M220", 6, 31)]
+    first, second = of("M220", text)
+    assert first.hint == "did you mean 'work'?"
+    assert "'error.invoke.a'" in second.message
+
+
+@pytest.mark.parametrize("event", ["done.invoke", "done.invoke.*", "error.invoke", "error",
+                                   "error.invoke.a", "done.invoke.a.*"])
+def test_listening_for_every_invoke_or_a_known_one_is_fine(event: str) -> None:
+    assert of("M220", invoking("{agent: x}", f"{{{event}: b}}")) == []
+
+
+def test_done_invoke_without_any_invoke() -> None:
+    [d] = of("M220", machine("a: {on: {done.invoke.job: b}}\nb: {type: final}\n",
+                             "initial: a\n"))
+    assert d.hint and "no state has `invoke:`" in d.hint
+
+
+def test_two_states_cannot_invoke_under_one_id() -> None:
+    text = machine("""\
+        both:
+          type: parallel
+          states:
+            left: {invoke: {id: review, agent: x}, on: {done.invoke.review: end}}
+            right: {invoke: {id: review, agent: x}}
+        end: {type: final}
+    """, "initial: both\n")
+    [d] = of("M221", text)
+    assert (d.mark.line, d.mark.column) == (8, 28)
+    assert "'right'" in d.message and "'left'" in d.message
+
+
+def test_agents_are_checked_only_when_given() -> None:
+    text = invoking("{agent: executer}")
+    assert codes(text) == []
+    assert codes(text, ["executor", "reviewer"]) == [("M222", 5, 21)]
+    [d] = lint(loads(text), agents=["executor"])
+    assert d.hint == "did you mean 'executor'?"
+    [d] = lint(loads(text), agents=[])
+    assert d.hint and "defines no `agents:`" in d.hint
+    assert codes(invoking("{command: [sh]}"), []) == []
+
+
+@pytest.mark.parametrize(("timeout", "found"), [
+    ("10m", []), ("90", []), ("1h30m", []), ("limit", []),
+    ("limt", [("M212", 5, 33)]), ("label", [("M212", 5, 33)]),
+    ("'10 minutes'", [("S105", 5, 33)]), ("0s", [("S105", 5, 33)]), ("0", [("S105", 5, 33)]),
+])
+def test_an_invoke_timeout_is_a_duration_or_a_context_field(
+    timeout: str, found: list[tuple[str, int, int]]
+) -> None:
+    head = "context:\n  limit: {type: duration, default: 3m}\n  label: {type: str}\n"
+    text = machine(f"a:\n  invoke: {{agent: x, timeout: {timeout}}}\n"
+                   "  on: {done.invoke.a: b}\nb: {type: final}\n", "initial: a\n" + head)
+    assert codes(text) == [(c, line + 3, col) for c, line, col in found]
+
+
+def test_final_and_history_states_cannot_invoke() -> None:
+    text = machine("""\
+        a:
+          initial: x
+          states:
+            x: {on: {go: h}}
+            h: {type: history, default: x, invoke: {agent: y}}
+          on: {stop: b}
+        b: {type: final, invoke: {agent: y}}
+    """, "initial: a\n")
+    assert codes(text) == [("M214", 8, 46), ("M214", 10, 28)]
+    assert "final state 'b' cannot have an `invoke:`" in of("M214", text)[1].message
+
+
+def test_an_invoke_id_is_an_identifier() -> None:
+    [d] = of("S104", invoking("{id: 'job.one', agent: x}"))
+    assert (d.mark.line, d.mark.column) == (5, 18)
+    assert d.hint == "for example 'job_one'"
+
+
+def test_a_listener_never_active_with_the_invocation_is_warned() -> None:
+    text = machine("""\
+        working:
+          invoke: {id: work, agent: x}
+          on: {done.invoke.work: reviewing}
+        reviewing:
+          on: {done.invoke.work: done, error.invoke: done}
+        done: {type: final}
+    """, "initial: working\n")
+    [d] = run(text)
+    assert (d.code, d.severity, d.mark.line, d.mark.column) == ("M223", Severity.WARNING, 8, 10)
+    assert d.hint == "move the transition to 'working' or to a state around it"
+
+
+def test_listeners_around_inside_or_beside_the_invocation_are_fine() -> None:
+    text = machine("""\
+        outer:
+          initial: box
+          on: {error.invoke.inner: done}
+          states:
+            box:
+              type: parallel
+              invoke: {agent: x}
+              states:
+                left:
+                  initial: inner
+                  states:
+                    inner: {invoke: {agent: x}, on: {done.invoke.box: inner}}
+                right: {on: {done.invoke.inner: done, error.invoke.box: done}}
+        done: {type: final}
+    """, "initial: outer\n")
+    assert of("M223", text) == []

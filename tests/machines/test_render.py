@@ -433,3 +433,30 @@ def test_renderers_are_pure() -> None:
                     f"{path.name} imports {name}")
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 assert node.func.id not in ("open", "print", "input"), path.name
+
+
+class TestInvoke:
+    """A state's invoke is listed under its name, between entry and exit, like UML's do/."""
+
+    def test_mermaid_lists_the_invoke_in_the_state(self) -> None:
+        out = stripped(render_mermaid(case("invoke")))
+        entry = out.index("working : entry / log_start")
+        assert out.index("working : invoke work / agent executor") == entry + 1
+        assert out.index("working : exit / log_stop") == entry + 2
+        assert "scanning : invoke / command /usr/bin/env" in out
+        assert "linting : invoke lint / command ruff" in out
+
+    def test_mermaid_puts_a_containers_invoke_in_its_title(self) -> None:
+        out = stripped(render_mermaid(case("invoke")))
+        assert 'state "reviewing<br/>invoke / agent lead#58;reviewer" as reviewing {' in out
+
+    def test_dot_lists_the_invoke_in_the_label(self) -> None:
+        out = render_dot(case("invoke"))
+        working = next(x for x in dot_stmts(out) if x.startswith('"working" ['))
+        assert "entry / log_start<BR/>invoke work / agent executor<BR/>exit / log_stop" in working
+        assert "invoke / agent lead:reviewer" in out
+        assert "invoke / command /usr/bin/env" in out
+
+    def test_the_prompt_is_not_drawn(self) -> None:
+        assert "Task" not in render_mermaid(case("invoke"))
+        assert "Task" not in render_dot(case("invoke"))

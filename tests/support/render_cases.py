@@ -144,6 +144,40 @@ states:
       d: {}
 """
 
+# Invoked agents: an agent, a command, an id that is not the state's, parallel invokes.
+INVOKE = """\
+machine: crew
+initial: working
+states:
+  working:
+    entry: [log_start]
+    invoke: {id: work, agent: executor, prompt: "Task: {{ context.task }}"}
+    exit: [log_stop]
+    on:
+      done.invoke.work: reviewing
+      error.invoke.work: failed
+  reviewing:
+    type: parallel
+    invoke: {agent: "lead:reviewer"}
+    on: {error.invoke: failed}
+    states:
+      security:
+        initial: scanning
+        states:
+          scanning:
+            invoke: {command: ["/usr/bin/env", "semgrep", "--config=auto"]}
+            on: {done.invoke.scanning: scanned}
+          scanned: {type: final}
+      style:
+        initial: linting
+        states:
+          linting:
+            invoke: {id: lint, command: [ruff, check]}
+            on: {done.invoke.lint: linted}
+          linted: {type: final}
+  failed: {type: final}
+"""
+
 CASES: dict[str, str] = {
     "flat": FLAT,
     "compound": COMPOUND,
@@ -151,6 +185,7 @@ CASES: dict[str, str] = {
     "history": HISTORY,
     "awkward": AWKWARD,
     "broken": BROKEN,
+    "invoke": INVOKE,
 }
 
 

@@ -35,7 +35,7 @@ def raw_execute(target: str, sql: str) -> None:
 def row(session_id: str = "s1", created_at: float = 1.0, **changes: Any) -> SessionRow:
     fields: dict[str, Any] = {
         "id": session_id, "spec_name": "polling_state", "spec_path": "/specs/polling.yaml",
-        "spec_hash": "abc123", "spec_text": "machine: polling_state\n", "status": "running",
+        "spec_hash": "abc123", "spec_text": "machine: polling_state\n", "status": "active",
         "seq": 0, "snapshot": {"active": ["pending"], "context": {"poll_count": 0}},
         "created_at": created_at, "updated_at": created_at,
     }
@@ -83,7 +83,7 @@ def commit_worker(url: str, session_id: str, worker: int, token: int, rounds: in
                 store.commit_step(
                     session_id, expected_seq=seq, lease_token=token,
                     entries=[step(seq + 1, note=f"worker {worker}")],
-                    snapshot={"winner": worker, "step": seq + 1}, status="running",
+                    snapshot={"winner": worker, "step": seq + 1}, status="active",
                     consumed=[], now=100.0,
                 )
                 results.put((seq, worker, "won"))

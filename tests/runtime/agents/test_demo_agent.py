@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from interlock.runtime.agents.demo import Verdict, make_answer, render
+from interlock.runtime.agents.demo import make_answer, render
+from interlock.runtime.dispatch.verdict import VerdictValue
 
 from support.proc_helpers import Child, cli_argv
 
@@ -25,7 +26,7 @@ def run_agent(*args: str, stdin: bytes | None = None) -> tuple[str, str, int]:
 def check_answer(doc: Any, role: str) -> None:
     assert set(doc) == {"p", "v", "i"}
     assert doc["p"] == role
-    assert doc["v"] in {v.value for v in Verdict}
+    assert doc["v"] in {v.value for v in VerdictValue}
     assert isinstance(doc["i"], list)
     for issue in doc["i"]:
         assert len(issue) == 1 and next(iter(issue)) in {"C", "H"}
@@ -119,7 +120,7 @@ def test_delay_paces_the_lines_one_flush_at_a_time() -> None:
 def test_lines_arrive_in_order_with_a_short_delay() -> None:
     with Child(cli_argv("demo-agent", "--role", "QA", "--delay", "0.01",
                         "--verdict", "NO-GO")) as agent:
-        expected = render(make_answer("QA", "", Verdict.NO_GO))
+        expected = render(make_answer("QA", "", VerdictValue.NO_GO))
         got = [agent.readline().decode().rstrip("\n") for _ in expected]
         assert got == expected
         out, _, code = agent.communicate()

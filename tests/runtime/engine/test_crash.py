@@ -97,7 +97,7 @@ def test_sigkill_at_random_points_changes_nothing(tmp_path: Path) -> None:
     duration = time.monotonic() - started
     reference = _outcome(reference_db)
     status, _, context, steps, queued = reference
-    assert status == "final" and queued == 0
+    assert status == "finished" and queued == 0
     ticks = [data["n"] for event, data in _events() if event == "tick"]
     assert context["seen"] == ticks  # every tick applied once, in order
     assert context["laps"] == 12 and len(steps) > len(_events())

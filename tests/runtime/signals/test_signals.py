@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from interlock.runtime.host.owners import parse_owner
+from interlock.runtime.host.procfs import start_ticks
 from interlock.runtime.signals.consumer import Consumer, Handled, Subscription
 from interlock.runtime.signals.mailbox import Mailbox, read_metadata
 from interlock.runtime.signals.model import (
@@ -53,13 +55,29 @@ def test_a_seed_signal_parses() -> None:
     assert (seed_name.id, seed_name.type) == ("260208-143000", "PAUSE")
 
 
+def test_the_seed_workflow_example_file_parses_as_it_is_written() -> None:
+    """Seed 004 section 5 writes signals/inputs/signal.20260208-143000.yaml with an 8-digit
+    date and no target: it is read, and its target is ALL."""
+    raw = b'type: STEER\nmessage: "Target Firefox only, not Chrome."\n'
+    signal = parse_signal(raw, "signal.20260208-143000.yaml")
+    assert signal == Signal("20260208-143000", "STEER", "ALL",
+                            "Target Firefox only, not Chrome.")
+
+
+def test_six_and_eight_digit_dates_sort_together() -> None:
+    names = ["signal.20260208-143001.yaml", "signal.260208-143002.yaml",
+             "signal.260208-143000-500-ab.yaml", "signal.20260207-235959.yaml"]
+    assert sorted(names, key=fifo_key) == [
+        "signal.20260207-235959.yaml", "signal.260208-143000-500-ab.yaml",
+        "signal.20260208-143001.yaml", "signal.260208-143002.yaml"]
+
+
 @pytest.mark.parametrize(("raw", "name", "reason"), [
     (b"type: STEER\ntarget: ALL\nmessage: x\n", "notes.yaml", "is not a signal file name"),
     (b"type: STEER\ntarget: ALL\nmesage: x\n", NAME, "3:1: unknown field 'mesage' (did you "
                                                      "mean 'message'?)"),
     (b"type: LAUNCH\ntarget: ALL\n", NAME, "unknown signal type 'LAUNCH'"),
     (b"target: ALL\n", NAME, "missing field 'type'"),
-    (b"type: ABORT\n", NAME, "missing field 'target'"),
     (b"type: STEER\ntarget: ALL\n", NAME, "a STEER signal needs a message"),
     (b"type: INFO\ntarget: ../x\nmessage: m\n", NAME, "target '../x' is not a valid name"),
     (b"type: INFO\ntarget: a/b\nmessage: m\n", NAME, "target 'a/b' is not a valid name"),
@@ -198,12 +216,32 @@ def test_a_failing_delivery_keeps_the_claim_and_is_retried(tmp_path: Path) -> No
     assert consumer.stats.failures == 1 and consumer.stats.handled == 1
 
 
+def test_a_consumer_names_its_claims_with_the_host_owner_id(tmp_path: Path) -> None:
+    consumer = Consumer(watch=False)
+    parsed = parse_owner(consumer.owner)
+    assert parsed is not None and parsed.pid == os.getpid() and parsed.start is not None
+    assert parsed.host == os.uname().nodename
+
+
+def test_claims_of_a_dead_consumer_with_a_reused_pid_are_adopted(tmp_path: Path) -> None:
+    mailbox = Mailbox(tmp_path / "s1")
+    signal = _post(mailbox, "INFO", rand="r1")
+    live = os.getppid()  # alive, but it started at another time than the claim says
+    owner = f"{os.uname().nodename}:{live}-{int(start_ticks(live) or 0) + 1}:consumer-old"
+    assert mailbox.claim(signal.file_name, owner) is not None
+    consumer = Consumer(watch=False)
+    consumer.add(Subscription(mailbox, lambda s, at: "ok"))
+    consumer.run_once()
+    assert consumer.stats.adopted == 1 and mailbox.is_finished(signal.file_name)
+    assert not (mailbox.claims / owner).exists()
+
+
 def test_claims_of_a_dead_consumer_are_adopted_once(tmp_path: Path) -> None:
     mailbox = Mailbox(tmp_path / "s1")
     signal = _post(mailbox, "INFO", rand="d1")
     dead = subprocess.Popen(["true"])
     dead.wait()
-    owner = f"{dead.pid}.dead00.{os.uname().nodename}"
+    owner = f"{dead.pid}.dead00.{os.uname().nodename}"  # a consumer's older folder name
     assert mailbox.claim(signal.file_name, owner) is not None  # then it died
     handled: list[Handled] = []
     consumer = Consumer(watch=False, on_handled=handled.append)
@@ -216,10 +254,13 @@ def test_claims_of_a_dead_consumer_are_adopted_once(tmp_path: Path) -> None:
     assert len(handled) == 1
 
 
-def test_claims_of_a_live_consumer_are_left_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["{host}:{pid}-{start}:live00", "{pid}.live00.{host}"])
+def test_claims_of_a_live_consumer_are_left_alone(tmp_path: Path, fmt: str) -> None:
+    """Either id format: the one of host/owners, or a consumer's older folder name."""
     mailbox = Mailbox(tmp_path / "s1")
     signal = _post(mailbox, "INFO", rand="e1")
-    owner = f"{os.getppid()}.live00.{os.uname().nodename}"
+    pid = os.getppid()
+    owner = fmt.format(host=os.uname().nodename, pid=pid, start=start_ticks(pid))
     assert mailbox.claim(signal.file_name, owner) is not None
     consumer = Consumer(watch=False)
     consumer.add(Subscription(mailbox, lambda s, at: "ok"))
@@ -264,7 +305,7 @@ def test_signal_and_consume_from_the_command_line(cli: Cli, tmp_path: Path) -> N
     lines = [json.loads(line) for line in consumed.stdout.splitlines()]
     assert [(d["id"], d["type"], d["handled_by"]) for d in lines] == [
         (signal_id, "STEER", "Ralph-Executor")]
-    assert "rejected signal.260101-000000.yaml: missing field 'target'" in consumed.stderr
+    assert "rejected signal.260101-000000.yaml: a STEER signal needs a message" in consumed.stderr
     assert (session / "signals" / "rejected" / "signal.260101-000000.yaml.reason").is_file()
 
 
@@ -314,7 +355,8 @@ def test_a_fresh_malformed_file_may_still_be_being_written(tmp_path: Path) -> No
     os.utime(half, (0, 0))  # nobody touched it since: it is what it is
     consumer.run_once()
     assert mailbox.pending() == []
-    assert (mailbox.rejected / f"{NAME}.reason").read_text().startswith("missing field")
+    reason = (mailbox.rejected / f"{NAME}.reason").read_text()
+    assert reason.startswith("a STEER signal needs a message")
 
 
 def test_a_killed_consumer_not_yet_reaped_counts_as_dead(tmp_path: Path) -> None:
@@ -322,8 +364,7 @@ def test_a_killed_consumer_not_yet_reaped_counts_as_dead(tmp_path: Path) -> None
     signal = _post(mailbox, "INFO", rand="z1")
     child = subprocess.Popen(["sleep", "600"])
     try:
-        ticks = Path(f"/proc/{child.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19]
-        owner = f"{child.pid}-{ticks.decode()}.zz0000.{os.uname().nodename}"
+        owner = f"{os.uname().nodename}:{child.pid}-{start_ticks(child.pid)}:zz0000"
         assert mailbox.claim(signal.file_name, owner) is not None
         consumer = Consumer(watch=False)
         consumer.add(Subscription(mailbox, lambda s, at: "ok"))

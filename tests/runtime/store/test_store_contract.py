@@ -24,7 +24,13 @@ from interlock.runtime.store import (
 )
 from interlock.runtime.store import postgres as postgres_module
 from interlock.runtime.store import sqlite as sqlite_module
-from interlock.runtime.store.base import AgentRecord, InboxItem, InvocationRecord
+from interlock.runtime.store.base import (
+    AgentRecord,
+    CancelRequest,
+    DeadLetter,
+    InboxItem,
+    InvocationRecord,
+)
 
 from support.store_helpers import (
     commit_worker,
@@ -54,7 +60,7 @@ def commit(store: Store, lease: Lease, seq: int, *, now: float = 101.0,
     """Commit step seq+1 of ``lease``'s session."""
     return store.commit_step(
         lease.session_id, expected_seq=seq, lease_token=lease.token,
-        entries=[step(seq + 1)], snapshot=snapshot or {"step": seq + 1}, status="running",
+        entries=[step(seq + 1)], snapshot=snapshot or {"step": seq + 1}, status="active",
         consumed=consumed or [], now=now,
     )
 
@@ -64,7 +70,7 @@ def commit(store: Store, lease: Lease, seq: int, *, now: float = 101.0,
 
 def test_create_get_list_round_trip(store: Store) -> None:
     first = row("s1", created_at=5.0, snapshot={"nested": {"ünï": [1, 2.5, None, True]}})
-    second = row("s2", created_at=2.0, status="final")
+    second = row("s2", created_at=2.0, status="finished")
     store.create(first, created(5.0))
     store.create(second, created(2.0))
     assert store.get("s1") == first
@@ -97,7 +103,7 @@ def test_unknown_sessions(store: Store) -> None:
         lambda: store.delivered("nope", "k1"),
         lambda: store.acquire("nope", "runner-a", TTL, 100.0),
         lambda: store.commit_step("nope", expected_seq=0, lease_token=1, entries=[],
-                                  snapshot={}, status="running", consumed=[], now=100.0),
+                                  snapshot={}, status="active", consumed=[], now=100.0),
     ):
         with pytest.raises(SessionNotFound):
             call()
@@ -117,12 +123,12 @@ def test_commit_step_appends_replaces_and_consumes_in_one_go(store: Store) -> No
     entries = [step(1), JournalEntry(1, 11.5, "timer", "dispatch_timeout", {"left": 0.0},
                                      ("active",), ("timeout",), "fired")]
     seq = store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=entries,
-                            snapshot={"active": ["timeout"]}, status="final",
+                            snapshot={"active": ["timeout"]}, status="finished",
                             consumed=[taken], now=102.0)
     assert seq == 1
     stored = store.get("s1")
     assert (stored.seq, stored.status, stored.snapshot, stored.updated_at) == (
-        1, "final", {"active": ["timeout"]}, 102.0)
+        1, "finished", {"active": ["timeout"]}, 102.0)
     assert stored.created_at == 1.0
     assert store.journal("s1") == entries
     assert store.journal("s1", after_seq=-1) == [created(), *entries]
@@ -135,13 +141,13 @@ def test_commit_step_can_switch_the_spec_with_the_step(store: Store) -> None:
     lease = started(store)
     new = SpecSource("specs/v2.yaml", "machine: v2\n", "d" * 64)
     store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(1)],
-                      snapshot={}, status="running", consumed=[], now=5.0, spec=new)
+                      snapshot={}, status="active", consumed=[], now=5.0, spec=new)
     stored = store.get("s1")
     assert (stored.spec_path, stored.spec_text, stored.spec_hash) == (new.path, new.text,
                                                                       new.digest)
     with pytest.raises(StaleSession):  # a fenced commit switches nothing
         store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(1)],
-                          snapshot={}, status="running", consumed=[], now=6.0,
+                          snapshot={}, status="active", consumed=[], now=6.0,
                           spec=SpecSource("x", "y", "z"))
     assert store.get("s1").spec_path == new.path
 
@@ -172,7 +178,7 @@ def test_a_commit_that_fails_half_way_leaves_nothing_behind(store: Store) -> Non
     with pytest.raises(StoreError):
         store.commit_step("s1", expected_seq=0, lease_token=lease.token,
                           entries=[step(1), broken], snapshot={"half": True},
-                          status="running", consumed=[item], now=101.0)
+                          status="active", consumed=[item], now=101.0)
     assert (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1")) == before
     assert commit(store, lease, 0, consumed=[item]) == 1
 
@@ -181,7 +187,7 @@ def test_entries_must_belong_to_the_new_step(store: Store) -> None:
     lease = started(store)
     with pytest.raises(ValueError, match="seq"):
         store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(2)],
-                          snapshot={}, status="running", consumed=[], now=101.0)
+                          snapshot={}, status="active", consumed=[], now=101.0)
     assert store.get("s1").seq == 0
 
 
@@ -567,7 +573,7 @@ def test_a_store_from_before_invocations_is_migrated(
         empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
     steps = module.MIGRATIONS
-    monkeypatch.setattr(module, "MIGRATIONS", steps[:3])  # version 3: no invocations table
+    monkeypatch.setattr(module, "MIGRATIONS", steps[:4])  # version 4: no invocations table
     old = open_store(empty_target, Path.cwd())
     try:
         old.create(row("s1"), created())
@@ -576,7 +582,7 @@ def test_a_store_from_before_invocations_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 4
+        assert schema_version(empty_target) == len(steps) == 5
         assert store.get("s1") == row("s1")
         store.record_invocation(invocation())
         assert store.invocations("s1", in_flight=True) == [invocation()]
@@ -591,7 +597,7 @@ def test_a_store_from_before_agent_records_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps[:1])  # version 1: no agents table
     old = open_store(empty_target, Path.cwd())
     try:
-        old.create(row("s1"), created())
+        old.create(row("s1", status="running"), created())  # a status of schema 1-3
     finally:
         old.close()
     assert schema_version(empty_target) == 1
@@ -599,7 +605,7 @@ def test_a_store_from_before_agent_records_is_migrated(
     store = open_store(empty_target, Path.cwd())
     try:
         assert schema_version(empty_target) == len(steps)
-        assert store.get("s1") == row("s1")
+        assert store.get("s1") == row("s1", status="active")  # renamed by schema 4
         assert store.journal("s1", after_seq=-1) == [created()]
         store.record_agent(agent("a1", session_id="s1"))
         assert store.agents() == [agent("a1", session_id="s1")]
@@ -614,7 +620,7 @@ def test_a_store_from_before_deliveries_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps[:2])  # version 2: no deliveries table
     old = open_store(empty_target, Path.cwd())
     try:
-        old.create(row("s1"), created())
+        old.create(row("s1", status="running"), created())  # a status of schema 1-3
         queued = old.enqueue("s1", "start", {"by": "cli"}, 5.0)
         old.record_agent(agent("a1", session_id="s1"))
     finally:
@@ -623,8 +629,8 @@ def test_a_store_from_before_deliveries_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps)
-        assert store.get("s1") == row("s1")
+        assert schema_version(empty_target) == len(steps) == 5
+        assert store.get("s1") == row("s1", status="active")  # renamed by schema 4
         assert store.journal("s1", after_seq=-1) == [created()]
         assert store.inbox("s1") == [InboxItem(queued, "s1", "start", {"by": "cli"}, 5.0)]
         assert store.agents() == [agent("a1", session_id="s1")]
@@ -635,3 +641,124 @@ def test_a_store_from_before_deliveries_is_migrated(
         assert [item.id for item in store.inbox("s1")] == [queued, offered]
     finally:
         store.close()
+
+
+def test_a_store_from_before_the_lifecycle_is_migrated(
+        empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
+    steps = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", steps[:3])  # version 3: old statuses
+    old = open_store(empty_target, Path.cwd())
+    try:
+        old.create(row("s1", status="running"), created())
+        old.create(row("s2", status="final", created_at=2.0), created(2.0))
+        old.create(row("s3", status="failed", created_at=3.0), created(3.0))
+    finally:
+        old.close()
+    monkeypatch.setattr(module, "MIGRATIONS", steps)
+    store = open_store(empty_target, Path.cwd())
+    try:
+        assert schema_version(empty_target) == len(steps) == 5
+        assert [r.status for r in store.list()] == ["active", "finished", "failed"]
+        assert store.dead_letters("s1") == [] and store.cancel_request("s1") is None
+        assert store.holder("s1") is None
+    finally:
+        store.close()
+
+
+# -- lifecycle: dead letters, cancel requests, deletion, lease start ----------------------
+
+
+def letter(event: str = "record", kind: str = "event", **data: Any) -> DeadLetter:
+    return DeadLetter(0, "", kind, event, dict(data), 101.0, f"action 'x' raised on {event}")
+
+
+def test_a_failed_step_buries_its_event_in_the_same_commit(store: Store) -> None:
+    lease = started(store)
+    item = store.enqueue("s1", "record", {"n": 3}, 50.0)
+    store.commit_step("s1", expected_seq=0, lease_token=lease.token,
+                      entries=[step(1, kind="error", event="record")], snapshot={},
+                      status="failed", consumed=[item], now=101.0,
+                      buried=[letter(n=3), letter("after.idle.0", kind="timer")])
+    assert store.inbox("s1") == []
+    dead = store.dead_letters("s1")
+    assert [(d.session_id, d.kind, d.event, d.data, d.failed_at) for d in dead] == [
+        ("s1", "event", "record", {"n": 3}, 101.0), ("s1", "timer", "after.idle.0", {}, 101.0)]
+    assert dead[0].id < dead[1].id and dead[0].error == "action 'x' raised on record"
+    assert store.get("s1").status == "failed"
+
+
+def test_revived_dead_letters_go_with_their_step(store: Store) -> None:
+    lease = started(store)
+    store.create(row("s2"), created())
+    commit_seq = store.commit_step("s1", expected_seq=0, lease_token=lease.token,
+                                   entries=[step(1)], snapshot={}, status="failed",
+                                   consumed=[], now=101.0, buried=[letter("a"), letter("b")])
+    first, second = store.dead_letters("s1")
+    store.commit_step("s1", expected_seq=commit_seq, lease_token=lease.token,
+                      entries=[step(2)], snapshot={}, status="active", consumed=[],
+                      now=102.0, revived=[first.id])
+    assert store.dead_letters("s1") == [second]
+    other = store.acquire("s2", "runner-b", TTL, 100.0)
+    assert other is not None
+    store.commit_step("s2", expected_seq=0, lease_token=other.token, entries=[step(1)],
+                      snapshot={}, status="active", consumed=[], now=102.0,
+                      revived=[second.id])  # not s2's: ignored
+    assert store.dead_letters("s1") == [second]
+
+
+def test_a_fenced_commit_buries_nothing(store: Store) -> None:
+    lease = started(store)
+    with pytest.raises(StaleSession):
+        store.commit_step("s1", expected_seq=5, lease_token=lease.token, entries=[step(6)],
+                          snapshot={}, status="failed", consumed=[], now=101.0,
+                          buried=[letter()])
+    assert store.dead_letters("s1") == []
+
+
+def test_cancel_requests(store: Store) -> None:
+    store.create(row("s1"), created())
+    assert store.cancel_request("s1") is None
+    store.request_cancel("s1", "enough", 7.0)
+    assert store.cancel_request("s1") == CancelRequest("enough", 7.0)
+    store.request_cancel("s1", None, 8.0)
+    assert store.cancel_request("s1") == CancelRequest(None, 8.0)
+    with pytest.raises(SessionNotFound):
+        store.request_cancel("nope", None, 1.0)
+    with pytest.raises(SessionNotFound):
+        store.cancel_request("nope")
+
+
+def test_the_holder_says_when_its_lease_was_taken(store: Store) -> None:
+    lease = started(store)  # at t=100
+    renewed = store.renew(lease, TTL, 120.0)
+    assert renewed is not None and renewed.acquired_at == 100.0
+    holder = store.holder("s1")
+    assert holder is not None and holder.acquired_at == 100.0 and holder.expires_at == 150.0
+    store.release(lease)
+    again = store.acquire("s1", "runner-b", TTL, 200.0)
+    assert again is not None and again.acquired_at == 200.0
+
+
+def test_delete_removes_the_session_and_everything_of_it(store: Store) -> None:
+    lease = started(store)
+    store.create(row("s2"), created())
+    store.enqueue("s1", "start", {}, 50.0)
+    store.offer("s1", "signal", {}, 51.0, key="k1")
+    store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(1)],
+                      snapshot={}, status="failed", consumed=[], now=101.0, buried=[letter()])
+    store.request_cancel("s1", "bye", 102.0)
+    store.delete("s1")
+    assert [r.id for r in store.list()] == ["s2"]
+    for call in (lambda: store.get("s1"), lambda: store.journal("s1"),
+                 lambda: store.inbox("s1"), lambda: store.dead_letters("s1"),
+                 lambda: store.holder("s1"), lambda: store.delete("s1")):
+        with pytest.raises(SessionNotFound):
+            call()
+    with pytest.raises(SessionNotFound):  # its runner finds out on its next commit
+        store.commit_step("s1", expected_seq=1, lease_token=lease.token, entries=[step(2)],
+                          snapshot={}, status="active", consumed=[], now=103.0)
+    assert store.renew(lease, TTL, 103.0) is None
+    store.create(row("s1"), created())  # the id is free again, with nothing of the old one
+    assert store.journal("s1") == [] and store.inbox("s1") == []
+    assert not store.delivered("s1", "k1") and store.dead_letters("s1") == []

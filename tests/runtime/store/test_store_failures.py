@@ -173,8 +173,8 @@ def test_a_schema_newer_than_this_interlock_is_refused(tmp_path: Path) -> None:
 @pytest.fixture
 def pg(pg_url: str) -> str:
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("TRUNCATE sessions, journal, inbox, agents, deliveries, invocations"
-                     " RESTART IDENTITY")
+        conn.execute("TRUNCATE sessions, journal, inbox, agents, deliveries, dead_letters,"
+                     " invocations RESTART IDENTITY")
     return pg_url
 
 
@@ -215,7 +215,7 @@ def test_a_held_row_lock_times_out_then_is_waited_out(pg: str) -> None:
 
     def commit(store: PostgresStore) -> int:
         return store.commit_step("s1", expected_seq=0, lease_token=lease.token,
-                                 entries=[step(1)], snapshot={}, status="running",
+                                 entries=[step(1)], snapshot={}, status="active",
                                  consumed=[], now=101.0)
 
     with psycopg.connect(pg) as holder:
@@ -265,7 +265,7 @@ def test_a_commit_step_cut_off_at_commit_finds_out_and_lands_once(
     store.on_retry = retries = Retries()
     proxy.lose(cut)  # type: ignore[arg-type]
     seq = store.commit_step("s1", expected_seq=0, lease_token=lease.token, entries=[step(1)],
-                            snapshot={"step": 1}, status="running", consumed=[item], now=101.0)
+                            snapshot={"step": 1}, status="active", consumed=[item], now=101.0)
     assert proxy.fired.is_set() and retries.count == 1
     assert seq == 1 and store.get("s1").seq == 1
     assert store.journal("s1") == [step(1)] and store.inbox("s1") == []

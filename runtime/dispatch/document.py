@@ -1,4 +1,4 @@
-"""Completion of a sub-agent's output: is a whole review document there, and what it says.
+"""Document detection: does a sub-agent's output hold a whole YAML/JSON review document yet?
 
 Pure functions and frozen values, no processes and no clock. The dispatcher sends the
 ``polling_state`` machine a ``marker`` event when new output holds a marker pattern (a cheap
@@ -13,7 +13,8 @@ YAML that strict YAML refuses over a second ``: `` in a value (``- C: Missing te
 
 A closing line (``...``, ``---``, a closing fence, JSON's ``}`` + newline) only counts once
 its newline has arrived: ``...`` may still grow into ``....x``, and an unterminated line is
-never proof that the agent has finished.
+never proof that the agent has finished. What the document says is read by
+:mod:`interlock.runtime.dispatch.verdict`.
 """
 
 from __future__ import annotations
@@ -21,92 +22,24 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
 
-__all__ = [
-    "COMPLETION_METHODS",
-    "POLLING_STATUSES",
-    "VERDICTS",
-    "DocumentCheck",
-    "Issue",
-    "OutputFormat",
-    "PollingResult",
-    "Verdict",
-    "check_document",
-    "parse_verdict",
-]
+from interlock.machines.yamlsrc import load_yaml
+
+__all__ = ["DocumentCheck", "OutputFormat", "check_document"]
 
 OutputFormat = Literal["yaml", "json", "text"]
-PollingStatus = Literal["pending", "active", "completed", "timeout", "error"]
-
-POLLING_STATUSES: tuple[str, ...] = ("pending", "active", "completed", "timeout", "error")
-COMPLETION_METHODS: tuple[str, ...] = ("marker", "exit", "timeout", "idle", "spawn")
-VERDICTS: tuple[str, ...] = ("GO", "CONDITIONAL", "NO-GO")
-SEVERITIES: tuple[str, ...] = ("C", "H", "M", "L")
 
 _MAX_JSON_CANDIDATES = 32
 
 # ---------------------------------------------------------------------------------------------
-# Parsers (module level, so tests can count calls)
-
-
-_BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_BOOL_TAG = "tag:yaml.org,2002:bool"
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc]
-    """Safe loader (libyaml when available) with YAML 1.2 booleans, as machines.yamlsrc."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
+# Parsers (module level, so tests can count calls). YAML is machines.yamlsrc's fast reading.
 
 _JSON = json.JSONDecoder()
-
-
-_MAX_FLOW_DEPTH = 500
-_MAX_BLOCK_RUN = 1000
-_BRACKET = re.compile(r"[\[\]{}]")
-_BLOCK_RUN = re.compile(rf"^[ \-?]{{{_MAX_BLOCK_RUN}}}", re.MULTILINE)
-_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s,\[\]{}]")
-_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s,\[\]{}]")
-
-
-def _yaml_refusal(text: str) -> str | None:
-    """Why ``text`` is not handed to the parser, or None.
-
-    libyaml recurses in C: very deep nesting would crash the process rather than raise.
-    Anchors with aliases are refused too (a review never needs them, and they let a small
-    document expand exponentially when walked).
-    """
-    if _BLOCK_RUN.search(text):
-        return "YAML nesting too deep"
-    if text.count("[") + text.count("{") > _MAX_FLOW_DEPTH:
-        depth = 0
-        for m in _BRACKET.finditer(text):
-            depth += 1 if m.group() in "[{" else -1
-            if depth > _MAX_FLOW_DEPTH:
-                return "YAML nesting too deep"
-    if _ANCHOR.search(text) and _ALIAS.search(text):
-        return "YAML anchors and aliases are not accepted"
-    return None
-
-
-def _load_yaml(text: str) -> Any:
-    """Parse one YAML document (safe constructors only); refuses what could crash libyaml."""
-    refusal = _yaml_refusal(text)
-    if refusal is not None:
-        raise ValueError(refusal)
-    return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
 
 
 def _decode_json(text: str, pos: int) -> tuple[Any, int]:
@@ -228,12 +161,12 @@ def _check_yaml(
         end += 1
     trailing = end < b
     try:
-        doc = _load_yaml("\n".join(lines[start:end]))
+        doc = load_yaml("\n".join(lines[start:end]))
     except Exception as exc:  # any input: never raise
         error = exc
         if trailing:
             try:  # what looked like trailing prose may be part of the document
-                doc = _load_yaml("\n".join(lines[start:b]))
+                doc = load_yaml("\n".join(lines[start:b]))
                 return _finish(doc, required_field, ended=followed_by_marker or fence_closed)
             except Exception as exc2:
                 error = exc2
@@ -256,7 +189,7 @@ _PLAIN_START = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`]|[\-?:]\S")
 def _compact_entry(line: str) -> tuple[Any, Any]:
     """One ``key: value`` line as strict YAML reads it; failing that, key and raw text."""
     try:
-        loaded = _load_yaml(line)
+        loaded = load_yaml(line)
     except yaml.YAMLError:
         loaded = None
     if isinstance(loaded, dict) and len(loaded) == 1:
@@ -265,13 +198,13 @@ def _compact_entry(line: str) -> tuple[Any, Any]:
     text = "" if m is None else m.group(2).strip()
     if m is None or not _PLAIN_START.match(text):
         raise ValueError(f"not a compact review line: {line!r}")
-    return _load_yaml(m.group(1)), text
+    return load_yaml(m.group(1)), text
 
 
 def _compact_item(text: str) -> Any:
     """One list item (the text after ``- ``): as strict YAML reads it, or ``{X: text}``/text."""
     try:
-        loaded = _load_yaml(f"- {text}")
+        loaded = load_yaml(f"- {text}")
     except yaml.YAMLError:
         loaded = None
     if isinstance(loaded, list) and len(loaded) == 1:
@@ -434,158 +367,3 @@ def _check(
     if result.complete or tried is None:
         return result
     return _incomplete(f"{tried.reason}; {result.reason}")
-
-
-# ---------------------------------------------------------------------------------------------
-# Verdict
-
-
-@dataclass(frozen=True)
-class Issue:
-    """One review issue: ``- C: text`` gives severity ``C``; other shapes keep only text."""
-
-    severity: str | None
-    text: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"severity": self.severity, "text": self.text}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The review fields of a document: ``p`` (role), ``v`` (verdict), ``i`` (issues).
-
-    ``verdict`` is GO, CONDITIONAL or NO-GO (normalized to upper case, ``_``/space to ``-``);
-    anything else is kept as given with ``verdict_recognized`` false.
-    """
-
-    role: str | None
-    verdict: str | None
-    issues: tuple[Issue, ...] = ()
-    verdict_recognized: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "role": self.role,
-            "verdict": self.verdict,
-            "verdictRecognized": self.verdict_recognized,
-            "issues": [issue.to_json() for issue in self.issues],
-        }
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def _issues(value: Any) -> tuple[Issue, ...]:
-    if value is None:
-        return ()
-    items = value if isinstance(value, list) else [value]
-    out: list[Issue] = []
-    for item in items:
-        if isinstance(item, dict) and len(item) == 1:
-            ((key, text),) = item.items()
-            severity = str(key).strip().upper()
-            if severity in SEVERITIES:
-                out.append(Issue(severity, _as_text(text)))
-                continue
-        out.append(Issue(None, _as_text(item)))
-    return tuple(out)
-
-
-def parse_verdict(
-    document: Mapping[str, Any],
-    *,
-    role_field: str = "p",
-    verdict_field: str = "v",
-    issues_field: str = "i",
-) -> Verdict:
-    """Read the review fields of a parsed document (see :class:`Verdict`)."""
-    role = document.get(role_field)
-    raw = document.get(verdict_field)
-    verdict: str | None = None
-    recognized = False
-    if raw is not None:
-        given = _as_text(raw)
-        normal = re.sub(r"[\s_]+", "-", given.strip().upper())
-        recognized = normal in VERDICTS
-        verdict = normal if recognized else given
-    return Verdict(
-        role=None if role is None else _as_text(role),
-        verdict=verdict,
-        issues=_issues(document.get(issues_field)),
-        verdict_recognized=recognized,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# PollingResult
-
-
-@dataclass(frozen=True)
-class PollingResult:
-    """Result of one sub-agent dispatch (seed 001), plus the parsed :class:`Verdict`.
-
-    Validation: ``status`` is a PollingStatus, ``completion_method`` one of
-    :data:`COMPLETION_METHODS` or None, counts and times are non-negative. The seed's "if
-    success then exitCode == 0" contradicts marker completion (the process still runs and is
-    terminated by us, so exitCode is null); the rule enforced instead is: success implies
-    ``status == "completed"`` and (``exit_code == 0`` or ``completion_method == "marker"``).
-    """
-
-    success: bool
-    stdout: str = ""
-    stderr: str = ""
-    exit_code: int | None = None
-    elapsed_time: float = 0
-    poll_count: int = 0
-    status: PollingStatus = "completed"
-    completion_method: str | None = None
-    verdict: Verdict | None = field(default=None)
-
-    def __post_init__(self) -> None:
-        if self.status not in POLLING_STATUSES:
-            raise ValueError(f"status must be one of {POLLING_STATUSES}, not {self.status!r}")
-        if self.completion_method is not None and self.completion_method not in (
-            COMPLETION_METHODS
-        ):
-            raise ValueError(
-                f"completionMethod must be one of {COMPLETION_METHODS} or null, "
-                f"not {self.completion_method!r}"
-            )
-        if self.exit_code is not None and (
-            isinstance(self.exit_code, bool) or not isinstance(self.exit_code, int)
-        ):
-            raise ValueError(f"exitCode must be an int or null, not {self.exit_code!r}")
-        if self.elapsed_time < 0:
-            raise ValueError("elapsedTime must be >= 0")
-        if self.poll_count < 0:
-            raise ValueError("pollCount must be >= 0")
-        if self.success:
-            if self.status != "completed":
-                raise ValueError(f"success requires status 'completed', not {self.status!r}")
-            if self.exit_code != 0 and self.completion_method != "marker":
-                raise ValueError(
-                    "success requires exitCode 0 or completionMethod 'marker' "
-                    f"(got exitCode {self.exit_code!r}, completionMethod "
-                    f"{self.completion_method!r})"
-                )
-
-    def to_json(self) -> dict[str, Any]:
-        """The seed's camelCase fields, plus ``verdict`` (null when none was parsed)."""
-        return {
-            "success": self.success,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "exitCode": self.exit_code,
-            "elapsedTime": self.elapsed_time,
-            "pollCount": self.poll_count,
-            "status": self.status,
-            "completionMethod": self.completion_method,
-            "verdict": None if self.verdict is None else self.verdict.to_json(),
-        }

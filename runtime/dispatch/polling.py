@@ -1,4 +1,5 @@
-"""One sub-agent dispatch: a process driven by output, timers and the polling_state machine.
+"""The polling loop: one sub-agent dispatch, a process driven by output, timers and the
+``polling_state`` machine.
 
 The dispatcher owns the process and the clock; the machine (``specs/polling_state.yaml``,
 run as an in-memory :class:`~interlock.runtime.engine.session.Session`) owns every decision. The
@@ -36,16 +37,16 @@ from typing import Any, Protocol
 from interlock.machines import Call, compile, load
 from interlock.machines.backends.base import CompiledMachine
 from interlock.runtime.builtin.specs import resolve_spec
-from interlock.runtime.dispatch.completion import (
-    DocumentCheck,
-    PollingResult,
-    check_document,
-    parse_verdict,
-)
 from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.dispatch.document import DocumentCheck, check_document
 from interlock.runtime.dispatch.output import STREAMS, OutputBuffer, OutputChunk, Stream
 from interlock.runtime.dispatch.process import AgentProcess, SpawnError, SpawnOptions
+from interlock.runtime.dispatch.result import DispatchResult, PollingResult
+from interlock.runtime.dispatch.verdict import parse_verdict
 from interlock.runtime.engine.session import Session
+
+__all__ = ["AgentCommand", "AgentRegistry", "Dispatch", "dispatch", "dispatch_all",
+           "new_dispatch_id"]
 
 STOP_WAIT_FIRST = 0.0005  # first wait for a signalled group to be gone; doubles each time
 STOP_WAIT_STEP = 0.01  # the longest wait between checks
@@ -72,44 +73,6 @@ class AgentRegistry(Protocol):
     def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None: ...
 
     def stopped(self, dispatch_id: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class DispatchResult:
-    """A :class:`PollingResult` plus where the whole output is when memory held only its
-    tail, and what went wrong when the command could not start."""
-
-    polling: PollingResult
-    dispatch_id: str
-    name: str | None
-    argv: tuple[str, ...]
-    stdout_bytes: int
-    stderr_bytes: int
-    stdout_file: str | None = None
-    stderr_file: str | None = None
-    error: str | None = None
-
-    @property
-    def status(self) -> str:
-        return self.polling.status
-
-    def to_json(self) -> dict[str, Any]:
-        """The seed's PollingResult fields, then ``name``, ``dispatchId``, ``argv``,
-        ``error`` and ``output`` (byte counts; the spill file of a stream whose text above
-        is only its tail)."""
-        return {
-            **self.polling.to_json(),
-            "name": self.name,
-            "dispatchId": self.dispatch_id,
-            "argv": list(self.argv),
-            "error": self.error,
-            "output": {
-                "stdoutBytes": self.stdout_bytes,
-                "stderrBytes": self.stderr_bytes,
-                "stdoutFile": self.stdout_file,
-                "stderrFile": self.stderr_file,
-            },
-        }
 
 
 class _LoopClock:

@@ -1,4 +1,4 @@
-"""Completion detection: a whole review document, never a `v:` line that cuts off the issues."""
+"""Document detection: a whole review document, never a `v:` line that cuts off the issues."""
 
 from __future__ import annotations
 
@@ -11,15 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interlock.runtime.dispatch import completion
-from interlock.runtime.dispatch.completion import (
-    DocumentCheck,
-    Issue,
-    PollingResult,
-    Verdict,
-    check_document,
-    parse_verdict,
-)
+from interlock.runtime.dispatch import document
+from interlock.runtime.dispatch.document import DocumentCheck, check_document
+from interlock.runtime.dispatch.verdict import Issue, Verdict, parse_verdict
 
 SEED = "p: TECHLEAD\nv: GO\ni:\n  - C: missing migration\n  - H: no test for the timeout\n"
 
@@ -222,8 +216,8 @@ class Counter:
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> Counter:
     counter = Counter([])
-    monkeypatch.setattr(completion, "_load_yaml", counter.wrap(completion._load_yaml))
-    monkeypatch.setattr(completion, "_decode_json", counter.wrap(completion._decode_json))
+    monkeypatch.setattr(document, "load_yaml", counter.wrap(document.load_yaml))
+    monkeypatch.setattr(document, "_decode_json", counter.wrap(document._decode_json))
     return counter
 
 
@@ -496,8 +490,8 @@ def compact_documents(draw: st.DrawFn) -> str:
 @settings(max_examples=300, deadline=None)
 @given(text=compact_documents())
 def test_compact_reading_agrees_with_strict_yaml(text: str) -> None:
-    strict = completion._load_yaml(text)
-    assert completion._compact_review(text.split("\n")) == strict
+    strict = document.load_yaml(text)
+    assert document._compact_review(text.split("\n")) == strict
 
 
 @pytest.mark.parametrize(
@@ -509,124 +503,10 @@ def test_compact_reading_agrees_with_strict_yaml(text: str) -> None:
     ],
 )
 def test_compact_reading_agrees_on_samples(text: str) -> None:
-    assert completion._compact_review(text.split("\n")) == completion._load_yaml(text)
+    assert document._compact_review(text.split("\n")) == document.load_yaml(text)
 
 
-# --- Verdict ----------------------------------------------------------------------------------
-
-
-def test_verdict_from_seed() -> None:
-    doc = yaml_check(SEED).document
-    assert doc is not None
-    assert parse_verdict(doc) == Verdict(
-        role="TECHLEAD",
-        verdict="GO",
-        issues=(Issue("C", "missing migration"), Issue("H", "no test for the timeout")),
-    )
-
-
-@pytest.mark.parametrize(
-    ("given_", "expected", "recognized"),
-    [
-        ("go", "GO", True),
-        ("No-Go", "NO-GO", True),
-        ("NO_GO", "NO-GO", True),
-        (" conditional ", "CONDITIONAL", True),
-        ("MAYBE", "MAYBE", False),
-        (True, "true", False),
-        (None, None, False),
-    ],
-)
-def test_verdict_normalized_or_flagged(given_: Any, expected: str | None, recognized: bool) -> None:
-    got = parse_verdict({"p": "QA", "v": given_})
-    assert (got.verdict, got.verdict_recognized) == (expected, recognized)
-
-
-def test_yaml_12_booleans_keep_verdict_text() -> None:
-    doc = yaml_check("p: QA\nv: NO\ni: []\n").document
-    assert doc is not None and parse_verdict(doc).verdict == "NO"  # not False
-
-
-def test_issue_shapes() -> None:
-    got = parse_verdict(
-        {"v": "GO", "i": [{"c": "lower"}, "plain text", {"X": "odd"}, {"C": "a", "H": "b"}, 5]}
-    )
-    assert got.issues == (
-        Issue("C", "lower"),
-        Issue(None, "plain text"),
-        Issue(None, '{"X": "odd"}'),
-        Issue(None, '{"C": "a", "H": "b"}'),
-        Issue(None, "5"),
-    )
-    assert parse_verdict({"v": "GO", "i": "one issue"}).issues == (Issue(None, "one issue"),)
-    assert parse_verdict({"v": "GO"}).issues == ()
-
-
-# --- PollingResult ----------------------------------------------------------------------------
-
-
-def test_polling_result_json_uses_seed_keys() -> None:
-    result = PollingResult(
-        success=True,
-        stdout="p: TECHLEAD\nv: GO\ni: []",
-        exit_code=0,
-        elapsed_time=3,
-        poll_count=3,
-        status="completed",
-        completion_method="marker",
-    )
-    assert result.to_json() == {
-        "success": True,
-        "stdout": "p: TECHLEAD\nv: GO\ni: []",
-        "stderr": "",
-        "exitCode": 0,
-        "elapsedTime": 3,
-        "pollCount": 3,
-        "status": "completed",
-        "completionMethod": "marker",
-        "verdict": None,
-    }
-    json.dumps(result.to_json())
-
-
-def test_marker_success_with_null_exit_code() -> None:
-    verdict = Verdict(role="QA", verdict="GO", issues=(Issue("L", "nit"),))
-    result = PollingResult(
-        success=True,
-        exit_code=None,
-        status="completed",
-        completion_method="marker",
-        verdict=verdict,
-    )
-    assert result.to_json()["exitCode"] is None
-    assert result.to_json()["verdict"] == {
-        "role": "QA",
-        "verdict": "GO",
-        "verdictRecognized": True,
-        "issues": [{"severity": "L", "text": "nit"}],
-    }
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {"success": True, "exit_code": None, "completion_method": "exit"},
-        {"success": True, "exit_code": 1, "completion_method": "exit"},
-        {"success": True, "exit_code": 0, "status": "timeout", "completion_method": "timeout"},
-        {"success": True, "exit_code": None, "status": "error", "completion_method": "marker"},
-        {"success": False, "status": "finished"},
-        {"success": False, "completion_method": "guess"},
-        {"success": False, "exit_code": True},
-        {"success": False, "elapsed_time": -1},
-        {"success": False, "poll_count": -1},
-    ],
-)
-def test_polling_result_rejects(kwargs: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
-        PollingResult(**kwargs)
-
-
-def test_polling_result_failures_are_fine() -> None:
-    for status, method in (("timeout", "timeout"), ("timeout", "idle"), ("error", "spawn")):
-        PollingResult(success=False, stderr="boom", status=status, completion_method=method)  # type: ignore[arg-type]
-    PollingResult(success=False, exit_code=2, status="error", completion_method="exit")
+def test_ampersand_and_asterisk_in_quoted_text_are_not_aliases() -> None:
+    check = yaml_check("p: QA\nv: GO\ni:\n  - H: 'fish &chips and *stars*'\n...\n")
+    assert check.complete and check.ended_by_marker
+    assert check.document == {"p": "QA", "v": "GO", "i": [{"H": "fish &chips and *stars*"}]}

@@ -1,0 +1,294 @@
+"""Lint for ``invoke:``: what a state runs, its templates, and the events it raises.
+
+Checks read the IR like :mod:`.lint` (which runs them and owns the code table):
+
+=====  ==========================================================================
+M216   both or neither of ``agent`` and ``command``, or an empty ``command``
+M217   both ``prompt`` and ``prompt_file``
+M218   ``prompt_file`` missing or unreadable (relative to the spec file's folder;
+       not checked for a spec loaded from text)
+M219   Jinja2 syntax error in ``prompt``, the ``prompt_file``, or an ``input`` string
+M220   ``done.invoke.<id>`` / ``error.invoke.<id>`` listened for where no state
+       invokes ``<id>``
+M221   two states invoke under one id
+M222   ``agent`` not among the agents of interlock.yaml (only when they are given)
+M223   ``done.invoke.<id>`` / ``error.invoke.<id>`` listened for in a state that is never
+       active while the state invoking ``<id>`` is (warning: only a stale event could
+       reach it)
+=====  ==========================================================================
+
+The timeout (S105/M212), the invoke id (S104) and invoke on a final or history state
+(M214) are checked with their kin in :mod:`.lint`. Reading the prompt file is the only
+I/O, the same kind the loader does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from interlock.machines.diagnostics import Diagnostic, Mark, did_you_mean, error, warning
+from interlock.machines.events import descriptor_matches
+from interlock.machines.ir import (
+    INVOKE_DONE_PREFIX,
+    INVOKE_ERROR_PREFIX,
+    InvokeIR,
+    MachineIR,
+    StateKind,
+    TransitionKind,
+)
+from interlock.machines.templates import template_syntax_error
+from interlock.machines.yamlsrc import MAX_BYTES
+
+
+def check_invokes(ir: MachineIR, agents: Collection[str] | None = None) -> Iterator[Diagnostic]:
+    """Every invoke finding of a machine (unsorted); ``agents`` enables M222."""
+    for invoke in _invokes(ir):
+        yield from _check_runs(invoke)
+        yield from _check_prompt(ir, invoke)
+        yield from _check_input(invoke)
+        if agents is not None:
+            yield from _check_agent(invoke, agents)
+    yield from _check_duplicate_ids(ir)
+    yield from _check_listeners(ir)
+
+
+def _invokes(ir: MachineIR) -> Iterator[InvokeIR]:
+    for state in ir.declared:
+        if state.invoke is not None:
+            yield state.invoke
+
+
+def _written(invoke: InvokeIR, name: str) -> bool:
+    return invoke.mark_of(name) != invoke.mark
+
+
+# -- M216 / M217 / M222: what runs ------------------------------------------------------
+
+
+def _check_runs(invoke: InvokeIR) -> Iterator[Diagnostic]:
+    where = f"the invoke of state {invoke.state!r}"
+    if invoke.agent is not None and invoke.command is not None:
+        yield error("M216", f"{where} names both `agent:` and `command:`; it runs one of them",
+                    invoke.mark_of("command"),
+                    "keep either `agent:`, a name from interlock.yaml `agents:`, or "
+                    "`command:`, an argv")
+    elif invoke.agent is None and invoke.command is None:
+        yield error("M216", f"{where} names neither `agent:` nor `command:`", invoke.mark,
+                    "add `agent: <name>` naming one of interlock.yaml `agents:`, or "
+                    "`command: [program, arg, ...]`")
+    elif invoke.command is not None and (not invoke.command or not invoke.command[0].strip()):
+        yield error("M216", f"{where} has an empty `command:`", invoke.mark_of("command"),
+                    "write the argv as a list, program first, e.g. "
+                    "`command: [sh, -c, \"make test\"]`")
+    if invoke.prompt is not None and invoke.prompt_file is not None:
+        yield error("M217", f"{where} gives both `prompt:` and `prompt_file:`",
+                    invoke.mark_of("prompt_file"),
+                    "keep one: `prompt:` holds the template, `prompt_file:` names a file "
+                    "that holds it")
+
+
+def _check_agent(invoke: InvokeIR, agents: Collection[str]) -> Iterator[Diagnostic]:
+    if invoke.agent is None or invoke.agent in agents:
+        return
+    known = sorted(agents)
+    hint = did_you_mean(invoke.agent, known) or (
+        f"the agents of interlock.yaml are: {', '.join(known)}" if known
+        else "interlock.yaml defines no `agents:`; add one, or use `command:`")
+    yield error("M222", f"agent {invoke.agent!r} of the invoke of state {invoke.state!r} is "
+                "not defined in interlock.yaml `agents:`", invoke.mark_of("agent"), hint)
+
+
+# -- M218 / M219: templates -------------------------------------------------------------
+
+
+def template_mark(value: Mark, text: str, line: int) -> Mark:
+    """Where template line ``line`` of a YAML string whose value starts at ``value`` is.
+
+    A string holding a line break is taken for a block scalar (``|`` or ``>``): its
+    first line is the one under the indicator, and the column is not known, so it is 1.
+    A string without one is on the value's line.
+    """
+    if "\n" not in text:
+        return value
+    return Mark(value.file, value.line + line, 1)
+
+
+def _syntax(text: str, value: Mark, what: str) -> Iterator[Diagnostic]:
+    problem = template_syntax_error(text)
+    if problem is not None:
+        yield error("M219", f"Jinja2 syntax error in {what}: {problem.message}",
+                    template_mark(value, text, problem.line),
+                    "templates are Jinja2: {{ context.field }}, {% if ... %}...{% endif %}")
+
+
+def _check_prompt(ir: MachineIR, invoke: InvokeIR) -> Iterator[Diagnostic]:
+    if invoke.prompt is not None:
+        yield from _syntax(invoke.prompt, invoke.mark_of("prompt"),
+                           f"the prompt of state {invoke.state!r}")
+    if invoke.prompt_file is not None:
+        yield from _check_prompt_file(ir, invoke, invoke.prompt_file)
+
+
+def _check_prompt_file(ir: MachineIR, invoke: InvokeIR, name: str) -> Iterator[Diagnostic]:
+    spec_file = Path(ir.file)
+    if not spec_file.is_file():  # loaded from text: there is no folder to resolve against
+        return
+    path = spec_file.parent / name
+    mark = invoke.mark_of("prompt_file")
+    what = f"prompt_file {name!r} of the invoke of state {invoke.state!r}"
+    folder = f"prompt_file is relative to the spec file's folder, {spec_file.parent}"
+    if not path.exists():
+        yield error("M218", f"{what} does not exist ({path})", mark,
+                    _nearby(path, name) or folder)
+        return
+    if not path.is_file():
+        yield error("M218", f"{what} is not a file ({path})", mark, folder)
+        return
+    try:
+        raw = path.read_bytes()
+        if len(raw) > MAX_BYTES:
+            yield error("M218", f"{what} is {len(raw)} bytes; templates are limited to "
+                        f"{MAX_BYTES} bytes", mark)
+            return
+        text = raw.decode("utf-8")
+    except OSError as exc:
+        yield error("M218", f"{what} cannot be read: {exc.strerror or exc}", mark)
+        return
+    except UnicodeDecodeError as exc:
+        yield error("M218", f"{what} is not UTF-8 text (byte 0x{raw[exc.start]:02x})", mark)
+        return
+    problem = template_syntax_error(text)
+    if problem is not None:
+        yield error("M219", f"Jinja2 syntax error in {what}: {problem.message}",
+                    Mark(str(path), problem.line, 1),
+                    f"the file is named at {mark}")
+
+
+def _nearby(path: Path, name: str) -> str | None:
+    """A did-you-mean from the files next to where the prompt file was looked for."""
+    try:
+        names = [p.name for p in path.parent.iterdir()] if path.parent.is_dir() else []
+    except OSError:
+        return None
+    spelled = {str(Path(name).parent / n): n for n in names}
+    return did_you_mean(name, spelled)
+
+
+def _check_input(invoke: InvokeIR) -> Iterator[Diagnostic]:
+    for key, value in invoke.input.items():
+        mark = invoke.mark_of(f"input.{key}")
+        for text in _strings(value):
+            yield from _syntax(text, mark, f"input {key!r} of the invoke of state "
+                               f"{invoke.state!r}")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside an input value (nested lists and mappings included)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+# -- M220 / M221: ids and their events ---------------------------------------------------
+
+
+def _check_duplicate_ids(ir: MachineIR) -> Iterator[Diagnostic]:
+    first: dict[str, InvokeIR] = {}
+    for state in ir.states.values():  # duplicate state ids are M204's business
+        invoke = state.invoke
+        if invoke is None:
+            continue
+        earlier = first.setdefault(invoke.id, invoke)
+        if earlier is not invoke:
+            at = invoke.mark_of("id") if _written(invoke, "id") else invoke.mark
+            yield error(
+                "M221",
+                f"invoke id {invoke.id!r} of state {invoke.state!r} is already used by the "
+                f"invoke of state {earlier.state!r} (line {earlier.mark.line}); "
+                f"{invoke.done_event} could not tell them apart",
+                at,
+                "give one of them its own `id:`; an invoke's id defaults to its state's id",
+            )
+
+
+def _listened_id(event: str) -> str | None:
+    """The invoke id a descriptor names (``done.invoke.work`` -> ``work``), else None.
+
+    ``done.invoke``, ``done.invoke.*`` and ``error`` hear every invoke: they name no id.
+    """
+    descriptor = event.removesuffix(".*").removesuffix(".")
+    for prefix in (INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX):
+        if descriptor.startswith(prefix + "."):
+            return descriptor[len(prefix) + 1:] or None
+    return None
+
+
+def _lineage(ir: MachineIR, sid: str) -> list[str]:
+    """The state and its ancestors, nearest first (guarded: a broken tree cannot loop)."""
+    chain = [sid]
+    parent = ir.states[sid].parent if sid in ir.states else None
+    while parent is not None and parent in ir.states and parent not in chain:
+        chain.append(parent)
+        parent = ir.states[parent].parent
+    return chain
+
+
+def _coactive(ir: MachineIR, a: str, b: str) -> bool:
+    """Whether states ``a`` and ``b`` can be active at once: one holds the other, or they
+    lie in different regions of a parallel state."""
+    lineage_a, lineage_b = _lineage(ir, a), _lineage(ir, b)
+    if a in lineage_b or b in lineage_a:
+        return True
+    common = next((s for s in lineage_a if s in lineage_b), None)
+    return common is not None and ir.states[common].kind is StateKind.PARALLEL
+
+
+def _check_listeners(ir: MachineIR) -> Iterator[Diagnostic]:
+    ids = list(dict.fromkeys(invoke.id for invoke in _invokes(ir)))
+    invokers: dict[str, list[str]] = {}
+    for invoke in _invokes(ir):
+        invokers.setdefault(invoke.id, []).append(invoke.state)
+    for state in ir.declared:
+        seen: set[str] = set()
+        for t in state.transitions:
+            event = t.event
+            if t.kind is not TransitionKind.EVENT or event is None or event in seen:
+                continue
+            seen.add(event)
+            invoke_id = _listened_id(event)
+            if invoke_id is None:
+                continue
+            heard = [i for i in ids
+                     if descriptor_matches(event, f"{event.split('.', 1)[0]}.invoke.{i}")]
+            if heard:
+                yield from _check_heard(ir, state.id, event, t.mark_of("event"),
+                                        [s for i in heard for s in invokers[i]])
+                continue
+            hint = did_you_mean(invoke_id, ids) or (
+                f"the invoke ids are: {', '.join(ids)}; an id defaults to its state's id"
+                if ids else "no state has `invoke:`; add one, or remove this transition")
+            yield error("M220", f"state {state.id!r} listens for {event!r}, but no state "
+                        f"invokes an agent with id {invoke_id!r}", t.mark_of("event"), hint)
+
+
+def _check_heard(
+    ir: MachineIR, listener: str, event: str, mark: Mark, invoking: list[str]
+) -> Iterator[Diagnostic]:
+    """M223: the listener is never active while any state it hears is (so is never told)."""
+    if listener not in ir.states or any(_coactive(ir, listener, s) for s in invoking):
+        return
+    yield warning(
+        "M223",
+        f"state {listener!r} listens for {event!r}, but is never active while "
+        f"{invoking[0]!r} (which invokes it) is: leaving {invoking[0]!r} cancels the "
+        "invocation, so this transition could only hear a stale event",
+        mark,
+        f"move the transition to {invoking[0]!r} or to a state around it",
+    )

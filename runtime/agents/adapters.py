@@ -1,0 +1,69 @@
+"""Choosing an adapter, and turning an agent + prompt into a dispatcher command.
+
+The ``invoke:`` runtime calls :func:`adapter_for` on an :class:`AgentConfig`,
+:func:`agent_command` to get the :class:`~interlock.runtime.dispatch.AgentCommand`
+to dispatch, :func:`polling_for` for the dispatch configuration with the agent's timeout
+and output format, and the adapter's ``read`` on the result's stdout (:func:`read_result`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from interlock.runtime.agents.base import Adapter, AgentOutput
+from interlock.runtime.agents.claude import ClaudeAdapter
+from interlock.runtime.agents.codex import CodexAdapter
+from interlock.runtime.agents.command import CommandAdapter
+from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.agents.demo_adapter import DemoAdapter
+from interlock.runtime.agents.gemini import GeminiAdapter
+from interlock.runtime.agents.opencode import OpencodeAdapter
+from interlock.runtime.agents.roles import REQUIRED_FIELD
+from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
+from interlock.runtime.dispatch.process import SpawnOptions
+
+if TYPE_CHECKING:  # the dispatcher imports the engine, which may import this module
+    from interlock.runtime.dispatch import AgentCommand, DispatchResult
+
+ADAPTERS: dict[str, Adapter] = {
+    adapter.cli: adapter
+    for adapter in (ClaudeAdapter(), CodexAdapter(), OpencodeAdapter(), GeminiAdapter(),
+                    CommandAdapter(), DemoAdapter())
+}
+
+
+def adapter_for(config: AgentConfig) -> Adapter:
+    """The adapter of ``config.cli``."""
+    return ADAPTERS[config.cli]
+
+
+def agent_command(config: AgentConfig, prompt: str, *, name: str | None = None
+                  ) -> AgentCommand:
+    """What the dispatcher runs for ``config`` with ``prompt``."""
+    from interlock.runtime.dispatch import AgentCommand
+
+    launch = adapter_for(config).launch(config, prompt)
+    options = SpawnOptions(cwd=Path(launch.cwd) if launch.cwd else None,
+                           env=dict(launch.env) or None)
+    return AgentCommand(argv=launch.argv, prompt=launch.stdin, name=name, options=options)
+
+
+def polling_for(config: AgentConfig, base: PollingConfiguration | None = None
+                ) -> PollingConfiguration:
+    """``base`` with the agent's ``timeout`` and ``outputFormat`` applied (validated again).
+    For a demo role the required field, unless ``base`` sets one, is the key every answer
+    of that role carries, so the detector can end the run on the answer document."""
+    data = (base or PollingConfiguration()).model_dump(by_alias=True, exclude_unset=True)
+    data["outputFormat"] = config.output_format
+    markers = data.setdefault("completionMarkers", {})
+    if config.role is not None and "requiredField" not in markers:
+        markers["requiredField"] = REQUIRED_FIELD[config.role]
+    if config.timeout is not None:
+        data["dispatchTimeout"] = config.timeout
+    return parse_dispatch_config(data)
+
+
+def read_result(config: AgentConfig, result: DispatchResult) -> AgentOutput:
+    """The answer, usage and reported error in a finished dispatch's stdout."""
+    return adapter_for(config).read(result.polling.stdout)

@@ -1,0 +1,25 @@
+"""The ``command`` adapter: any program that reads the prompt on stdin and prints its
+answer on stdout.
+
+Launch: the configured ``command`` argv + ``args``, the prompt on stdin. Read: the answer
+is stdout as is; no usage. The completion detector may end the run on a whole document
+before the program exits.
+"""
+
+from __future__ import annotations
+
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion
+from interlock.runtime.agents.config import AgentConfig
+
+
+class CommandAdapter:
+    cli = "command"
+    completion: Completion = "document"
+
+    def launch(self, config: AgentConfig, prompt: str) -> AgentLaunch:
+        if not config.command:
+            raise ValueError("cli: command needs command: the argv to run")
+        return config.launch_with(config.command, prompt)
+
+    def read(self, stdout: str) -> AgentOutput:
+        return AgentOutput(answer=stdout)

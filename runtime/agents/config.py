@@ -1,0 +1,256 @@
+"""Agent configuration: the ``agents:`` key of ``interlock.yaml``, one AgentConfig per name.
+
+Seed 001's SubAgentCommand fields (``cli``, ``model``, ``agent``, ``outputFormat``; the
+prompt comes from the invoking state) plus ``args``, ``env``, ``cwd``, ``timeout``, the argv
+of ``cli: command`` and the ``role``/``delay``/``script`` of the offline ``cli: demo`` agents::
+
+    agents:
+      reviewer: {cli: claude, model: sonnet, agent: code-reviewer}
+      planner: {cli: demo, role: planner, delay: 100ms}
+      lint: {cli: command, command: [ruff, check, --output-format, json]}
+
+Problems are :class:`AgentConfigError` diagnostics at ``interlock.yaml:LINE:COL`` (unknown
+key, wrong type, unknown cli, missing ``command``...). Relative ``cwd`` and ``script`` paths
+are taken from the folder of the project file.
+
+>>> default_agents()["planner"].role
+'planner'
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
+from interlock.machines.durations import parse_duration
+from interlock.machines.yamlsrc import Path as SourcePath
+from interlock.machines.yamlsrc import SourceMap, parse_yaml
+from interlock.runtime.agents.base import AgentCli, AgentLaunch
+
+SECTION = "agents"
+ROLES: tuple[str, ...] = ("planner", "executor", "reviewer", "questioner", "librarian")
+Role = Literal["planner", "executor", "reviewer", "questioner", "librarian"]
+OutputFormat = Literal["yaml", "json", "text"]
+
+# Diagnostic codes of the agents: section (printed like the spec codes of machines/).
+CODE_UNKNOWN_KEY = "A501"
+CODE_INVALID_VALUE = "A502"
+CODE_MISSING = "A503"
+CODE_NOT_A_MAPPING = "A504"
+CODE_INVALID_DURATION = "A505"
+CODES: dict[str, str] = {
+    CODE_UNKNOWN_KEY: "unknown agent setting",
+    CODE_INVALID_VALUE: "invalid value for an agent setting (wrong type or unknown choice)",
+    CODE_MISSING: "a setting the agent's cli needs is missing, or one it does not use is set",
+    CODE_NOT_A_MAPPING: "agents: or one agent is not a mapping",
+    CODE_INVALID_DURATION: "invalid duration in an agent setting",
+}
+
+_DURATION = "agent_duration"
+_MISSING = "agent_missing"
+
+
+class AgentConfigError(SpecError):
+    """The ``agents:`` configuration is invalid; carries located diagnostics."""
+
+
+def _duration(value: Any) -> float:
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise PydanticCustomError(
+            _DURATION, "a duration is a number of seconds or text like 500ms, 3m, 1h30m")
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise PydanticCustomError(_DURATION, str(exc)) from None
+    if not math.isfinite(seconds):
+        raise PydanticCustomError(_DURATION, "a duration must be a finite number of seconds")
+    return seconds
+
+
+Duration = Annotated[float, BeforeValidator(_duration)]
+Text = Annotated[str, Field(strict=True, min_length=1)]
+Argv = tuple[Annotated[str, Field(strict=True)], ...]
+
+_CLI_ONLY: dict[str, tuple[str, ...]] = {
+    "command": ("command",),
+    "demo": ("role", "delay", "script"),
+}
+
+
+class AgentConfig(BaseModel):
+    """One agent: which CLI, how to call it, and (demo) which role it plays."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    cli: AgentCli
+    model: Text | None = None
+    agent: Text | None = None
+    output_format: OutputFormat = Field(default="yaml", alias="outputFormat")
+    args: Argv = ()
+    env: dict[Annotated[str, Field(strict=True)], Annotated[str, Field(strict=True)]] = Field(
+        default_factory=dict)
+    cwd: Text | None = None
+    timeout: Duration | None = None
+    command: Argv | None = None
+    role: Role | None = None
+    delay: Duration = 0.0
+    script: Text | None = None
+
+    @model_validator(mode="after")
+    def _per_cli(self) -> AgentConfig:
+        if self.cli == "command" and not self.command:
+            raise PydanticCustomError(
+                _MISSING, "cli: command needs command: the argv to run, e.g. [my-agent, --json]")
+        if self.cli == "demo" and self.role is None:
+            raise PydanticCustomError(
+                _MISSING, "cli: demo needs role: one of " + ", ".join(ROLES))
+        for cli, keys in _CLI_ONLY.items():
+            if self.cli == cli:
+                continue
+            for key in keys:
+                if key in self.model_fields_set:
+                    raise PydanticCustomError(
+                        _MISSING, f"{key} is only for cli: {cli}, not cli: {self.cli}")
+        return self
+
+    def launch_with(self, head: tuple[str, ...], stdin: str | None,
+                    tail: tuple[str, ...] = ()) -> AgentLaunch:
+        """An :class:`AgentLaunch` of ``head`` + this agent's ``args`` + ``tail`` (a
+        positional prompt), with the agent's env and cwd."""
+        return AgentLaunch(argv=(*head, *self.args, *tail), stdin=stdin, env=dict(self.env),
+                           cwd=self.cwd)
+
+
+def default_agents() -> dict[str, AgentConfig]:
+    """The offline demo roles, used for every role name no configuration defines."""
+    return {role: AgentConfig.model_validate({"cli": "demo", "role": role}) for role in ROLES}
+
+
+# ---------------------------------------------------------------------------------------
+# pydantic errors -> located diagnostics
+
+
+def _alias(name: str) -> str:
+    field = AgentConfig.model_fields.get(name)
+    return field.alias if field is not None and field.alias else name
+
+
+def _source_path(loc: tuple[Any, ...], base: SourcePath, source: SourceMap) -> SourcePath:
+    path = base
+    for part in loc:
+        if isinstance(part, str) and not source.has((*path, part)):
+            other = _alias(part)
+            if source.has((*path, other)):
+                part = other
+        path = (*path, part)
+    return path
+
+
+def _diagnostic(err: Any, base: SourcePath, source: SourceMap) -> Diagnostic:
+    loc: tuple[Any, ...] = tuple(err["loc"])
+    at = _source_path(loc, base, source)
+    kind = err["type"]
+    name = ".".join(str(p) for p in (*base, *loc))
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        keys = [_alias(n) for n in AgentConfig.model_fields]
+        close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else "expected one of: " + ", ".join(keys)
+        where = ".".join(str(p) for p in at[:-1])
+        return error(CODE_UNKNOWN_KEY, f"unknown key {key!r} in {where}", source.key(at), hint)
+    if kind == _MISSING:
+        return error(CODE_MISSING, f"{'.'.join(str(p) for p in base)}: {err['msg']}",
+                     source.key(base))
+    if kind == "missing":
+        return error(CODE_MISSING, f"{name} is required", source.key(base))
+    if kind == _DURATION:
+        return error(CODE_INVALID_DURATION, f"invalid duration for {name}: {err['msg']}",
+                     source.value(at))
+    message = str(err["msg"]).replace("Input should be", "expected")
+    shown = repr(err.get("input"))
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return error(CODE_INVALID_VALUE, f"invalid value for {name}: {message}, got {shown}",
+                 source.value(at))
+
+
+def _resolve(path: str | None, folder: Path | None) -> str | None:
+    if path is None or folder is None or Path(path).is_absolute():
+        return path
+    return str(folder / path)
+
+
+def parse_agents(data: Any, source: SourceMap | None = None, base: SourcePath = (SECTION,),
+                 folder: Path | None = None) -> dict[str, AgentConfig]:
+    """Validate the ``agents:`` mapping (None: no agents); ``folder`` anchors relative
+    ``cwd`` and ``script`` paths. Raises :class:`AgentConfigError` with every problem."""
+    source = source if source is not None else SourceMap("<string>")
+    if data is None:
+        return {}
+    where = ".".join(str(p) for p in base)
+    if not isinstance(data, Mapping):
+        raise AgentConfigError([error(
+            CODE_NOT_A_MAPPING, f"{where} must map agent names to settings, "
+            f"got {type(data).__name__}", source.value(base),
+            "for example: agents: {reviewer: {cli: claude, model: sonnet}}")])
+    agents: dict[str, AgentConfig] = {}
+    problems: list[Diagnostic] = []
+    for name, settings in data.items():
+        at = (*base, name)
+        if not isinstance(settings, Mapping):
+            problems.append(error(CODE_NOT_A_MAPPING, f"{where}.{name} must be a mapping of "
+                                  f"settings, got {type(settings).__name__}", source.value(at)))
+            continue
+        values = dict(settings)
+        if values.get("cli") == "demo" and "role" not in values and name in ROLES:
+            values["role"] = name
+        try:
+            config = AgentConfig.model_validate(values)
+        except ValidationError as exc:
+            problems += [_diagnostic(e, at, source) for e in exc.errors()]
+            continue
+        agents[str(name)] = config.model_copy(update={
+            "cwd": _resolve(config.cwd, folder), "script": _resolve(config.script, folder)})
+    if problems:
+        raise AgentConfigError(problems)
+    return agents
+
+
+def load_agents(path: Path | str) -> dict[str, AgentConfig]:
+    """The agents under ``agents:`` in the project file at ``path``; {} when the file or
+    the key is absent. Raises :class:`AgentConfigError` (``interlock.yaml:LINE:COL: ...``)."""
+    file = Path(path)
+    if not file.exists():
+        return {}
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        reason = "is a directory" if file.is_dir() else f"cannot be read: {exc.strerror or exc}"
+        raise AgentConfigError([error("Y011", f"the project file {reason}",
+                                      Mark(str(file), 1, 1))]) from None
+    try:
+        document = parse_yaml(raw, str(file))
+    except SpecError as exc:
+        raise AgentConfigError(exc.diagnostics) from None
+    data = document.data.get(SECTION) if isinstance(document.data, Mapping) else None
+    return parse_agents(data, document.source, (SECTION,), file.resolve().parent)
+
+
+def resolve_agent(name: str, agents: Mapping[str, AgentConfig]) -> AgentConfig | None:
+    """The configured agent ``name``, else the demo role of that name, else None."""
+    if name in agents:
+        return agents[name]
+    return default_agents().get(name)

@@ -1,0 +1,219 @@
+"""The offline demo role agent as a process: ``python -m interlock.runtime.agents.role_agent``.
+
+``--role planner|executor|reviewer|questioner|librarian`` chooses the answer
+(:mod:`interlock.runtime.agents.roles`), the prompt comes on stdin, the answer goes to
+stdout as YAML closed by ``...`` (or JSON with ``--format json``), one line at a time,
+``--delay`` seconds apart. ``--script FILE`` (a YAML file) scripts the answers::
+
+    default: {verdict: reject}          # merged into every answer
+    answers:                            # merged into the 1st, 2nd, ... answer given
+      - {status: blocked, blockers: [needs a database]}
+    tasks:                              # merged into the answer about that Task: id
+      T2: {status: done}
+    fail_times: 1                       # the first N calls fail ...
+    exit_code: 3                        # ... with this exit code (default 1)
+    fail_message: backend unavailable   # ... printing this on stderr
+    hang: true                          # print nothing and never exit (until killed)
+    linger: 30                          # after the answer, stay alive silently 30 s
+
+Calls are counted in ``FILE.calls`` (next to the script, under a lock), so a script's
+sequence runs across processes. Without a script the same prompt gives the same answer.
+Exit codes: 0 answered, the script's ``exit_code`` for a scripted failure, 2 for a bad
+script or role.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, TextIO
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from interlock.machines.diagnostics import SpecError, error
+from interlock.machines.yamlsrc import parse_yaml
+from interlock.runtime.agents import roles
+from interlock.runtime.agents.config import ROLES
+
+HANG_STEP = 3600.0
+
+
+class RoleScript(BaseModel):
+    """A demo agent's script (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    default: dict[str, Any] = Field(default_factory=dict)
+    answers: list[dict[str, Any]] = Field(default_factory=list)
+    tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    fail_times: Annotated[int, Field(strict=True, ge=0)] = 0
+    exit_code: Annotated[int, Field(strict=True, ge=1, le=255)] = 1
+    fail_message: str = "model backend unavailable (HTTP 503 Service Unavailable)"
+    hang: Annotated[bool, Field(strict=True)] = False
+    linger: Annotated[float, Field(ge=0)] = 0.0
+
+
+def load_script(path: Path) -> RoleScript:
+    """Read and check a script; raises :class:`SpecError` with located diagnostics."""
+    document = parse_yaml(path.read_bytes(), str(path))
+    try:
+        return RoleScript.model_validate(document.data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            name = ".".join(str(p) for p in loc) or "script"
+            mark = (document.source.key(loc) if err["type"] == "extra_forbidden"
+                    else document.source.value(loc))
+            message = str(err["msg"]).replace("Input should be", "expected")
+            problems.append(error("A506", f"{name}: {message}", mark))
+        raise SpecError(problems) from None
+
+
+def next_call(script: Path) -> int:
+    """Count one more call of ``script`` (in ``SCRIPT.calls``); returns its number, from 1."""
+    counter = script.with_name(script.name + ".calls")
+    with counter.open("a+", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        text = handle.read().strip()
+        number = (int(text) if text.isdigit() else 0) + 1
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{number}\n")
+        handle.flush()
+    return number
+
+
+def _staged(folder: Path) -> list[str]:
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.is_file())
+
+
+def _carry_out(effects: roles.Effects) -> None:
+    for target, text in effects.writes.items():
+        path = Path(target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    for source, target in effects.copies.items():
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+
+
+def answer(role: str, prompt: str) -> tuple[dict[str, Any], roles.Effects]:
+    """The role's unscripted answer to ``prompt`` and what it has to write."""
+    if role == "planner":
+        return roles.plan(prompt), roles.Effects()
+    if role == "executor":
+        return roles.execute(prompt)
+    if role == "reviewer":
+        return roles.review(prompt), roles.Effects()
+    if role == "questioner":
+        return roles.ask(prompt), roles.Effects()
+    facts = roles.parse_prompt(prompt)
+    return roles.librarian(prompt, _staged(Path(facts.knowledge_dir)))
+
+
+def scripted(base: dict[str, Any], script: RoleScript, call: int,
+             task: str | None) -> dict[str, Any]:
+    """``base`` with the script's default, per-task and per-call answers merged in."""
+    merged = {**base, **script.default}
+    if task is not None:
+        merged.update(script.tasks.get(task, {}))
+    index = call - script.fail_times - 1
+    if 0 <= index < len(script.answers):
+        merged.update(script.answers[index])
+    return merged
+
+
+def write_lines(lines: Sequence[str], out: TextIO, delay: float,
+                sleep: Callable[[float], None]) -> None:
+    """Write each line and flush it; pause ``delay`` seconds between lines."""
+    for index, line in enumerate(lines):
+        if index and delay > 0:
+            sleep(delay)
+        out.write(line + "\n")
+        out.flush()
+
+
+def render(doc: Mapping[str, Any], fmt: str) -> list[str]:
+    """The answer's lines: YAML (block style, keys in order, closed by ``...``) or JSON."""
+    if fmt == "json":
+        return json.dumps(doc, indent=2).splitlines()
+    return [*yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True).splitlines(), "..."]
+
+
+def run(role: str, prompt: str, *, delay: float = 0.0, script: Path | None = None,
+        fmt: str = "yaml", stdout: TextIO | None = None, stderr: TextIO | None = None,
+        sleep: Callable[[float], None] = time.sleep) -> int:
+    """Play one role agent call; returns the exit code."""
+    out = stdout if stdout is not None else sys.stdout
+    errs = stderr if stderr is not None else sys.stderr
+    if role not in ROLES:
+        errs.write(f"error: --role must be one of {', '.join(ROLES)}, got {role!r}\n")
+        return 2
+    plan = RoleScript()
+    call = 1
+    if script is not None:
+        try:
+            plan = load_script(script)
+        except OSError as exc:
+            errs.write(f"error: {script}: cannot read the script: {exc.strerror or exc}\n")
+            return 2
+        except SpecError as exc:
+            errs.write(f"{exc}\n")
+            return 2
+        call = next_call(script)
+    if plan.hang:
+        while True:
+            sleep(HANG_STEP)
+    if call <= plan.fail_times:
+        if delay > 0:
+            sleep(delay)
+        errs.write(f"error: {role} failed (call {call}): {plan.fail_message}\n")
+        errs.flush()
+        return plan.exit_code
+    base, effects = answer(role, prompt)
+    facts = roles.parse_prompt(prompt)
+    doc = scripted(base, plan, call, facts.tasks[0][0] if facts.tasks else None)
+    if doc.get("status", "done") == "done":  # a scripted blocked/paused executor writes nothing
+        try:
+            _carry_out(effects)
+        except OSError as exc:
+            errs.write(f"error: {role} cannot write its files: {exc}\n")
+            return 1
+    write_lines(render(doc, fmt), out, delay, sleep)
+    if plan.linger > 0:
+        sleep(plan.linger)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="role_agent", description="An offline demo role agent: prompt on stdin, answer "
+        "on stdout.")
+    parser.add_argument("--role", required=True, help=", ".join(ROLES))
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds between lines")
+    parser.add_argument("--script", type=Path, help="a YAML script of answers and failures")
+    parser.add_argument("--format", choices=("yaml", "json", "text"), default="yaml")
+    args = parser.parse_args(argv)
+    prompt = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    with contextlib.suppress(BrokenPipeError):
+        return run(args.role, prompt, delay=max(args.delay, 0.0), script=args.script,
+                   fmt=args.format)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""The offline demo role agents' answers (seed 004's Ralph roles), as pure functions.
+
+Each role reads its prompt for a few marker lines (each at the start of a line) and
+answers with one small typed YAML document. Nothing here does I/O: the executor's files and
+the librarian's promotions come back as :class:`Effects` for
+:mod:`interlock.runtime.agents.role_agent` to carry out.
+
+Markers: ``Request:`` (starts the request: the rest of that line and the lines after it up
+to a blank line or another marker; without it the whole prompt minus marker lines is the
+request), ``Task: ID TITLE``, ``STEER: message`` and ``INFO: message`` (pending signals;
+:func:`interlock.runtime.agents.prompts.signal_lines` prints them so), ``Workdir: PATH``,
+``Knowledge: PATH``, ``Docs: PATH``, ``Mode: stage|promote``.
+
+>>> plan("Request: parse the file; write the report\\ntest it")["batches"]
+[['T1', 'T2'], ['T3']]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any, Literal
+
+SteerKind = Literal["invalidated", "additive", "scope"]
+
+MARKERS: tuple[str, ...] = ("Request", "Task", "STEER", "INFO", "Workdir", "Knowledge", "Docs",
+                            "Mode")
+_MARKER = re.compile(rf"^({'|'.join(MARKERS)})[ \t]*:[ \t]?(.*)$")
+_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+BATCH_SIZE = 2
+
+# The top-level key every answer of a role carries (a dispatcher's requiredField).
+REQUIRED_FIELD: dict[str, str] = {
+    "planner": "tasks", "executor": "status", "reviewer": "verdict",
+    "questioner": "questions", "librarian": "mode",
+}
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A STEER or INFO message found in the prompt."""
+
+    type: Literal["STEER", "INFO"]
+    message: str
+
+
+@dataclass(frozen=True)
+class PromptFacts:
+    """What the marker lines of a prompt say."""
+
+    request: str
+    tasks: tuple[tuple[str, str], ...] = ()  # (id, title)
+    signals: tuple[Signal, ...] = ()
+    workdir: str = "."
+    knowledge: str | None = None
+    docs: str = ".docs"
+    mode: str = "stage"
+    questions: tuple[str, ...] = ()
+
+    @property
+    def knowledge_dir(self) -> str:
+        return self.knowledge or str(PurePath(self.workdir) / "knowledge")
+
+
+@dataclass(frozen=True)
+class Effects:
+    """Files to write (path -> text) and to copy (source -> destination)."""
+
+    writes: dict[str, str] = field(default_factory=dict)
+    copies: dict[str, str] = field(default_factory=dict)
+
+
+def parse_prompt(prompt: str) -> PromptFacts:
+    """The facts the marker lines of ``prompt`` give."""
+    values: dict[str, str] = {}
+    tasks: list[tuple[str, str]] = []
+    signals: list[Signal] = []
+    request: list[str] | None = None
+    rest: list[str] = []
+    in_request = False
+    for line in prompt.splitlines():
+        m = _MARKER.match(line)
+        if m is None:
+            if in_request and line.strip():
+                assert request is not None
+                request.append(line.strip())
+                continue
+            in_request = False
+            rest.append(line)
+            continue
+        key, value = m.group(1), m.group(2).strip()
+        in_request = key == "Request"
+        if key == "Request":
+            request = [value] if value else []
+        elif key == "Task":
+            ident, _, title = value.partition(" ")
+            if ident:
+                tasks.append((ident, title.strip() or ident))
+        elif key in ("STEER", "INFO"):
+            signals.append(Signal(key, value))  # type: ignore[arg-type]
+        else:
+            values.setdefault(key, value)
+    body = request if request is not None else rest
+    questions = tuple(line.strip() for line in rest if line.strip().endswith("?"))
+    return PromptFacts(
+        request="\n".join(line for line in body if line.strip()).strip(),
+        tasks=tuple(tasks), signals=tuple(signals),
+        workdir=values.get("Workdir") or ".", knowledge=values.get("Knowledge") or None,
+        docs=values.get("Docs") or ".docs", mode=(values.get("Mode") or "stage").lower(),
+        questions=questions)
+
+
+def clauses(request: str) -> list[str]:
+    """The request's lines and ``;``-clauses, bullets stripped, empty ones dropped."""
+    parts = (part for line in request.splitlines() for part in line.split(";"))
+    return [text for part in parts if (text := _BULLET.sub("", part.strip()).strip())]
+
+
+def plan(prompt: str) -> dict[str, Any]:
+    """Planner: one task per line or ``;``-clause of the request, batches of at most 2."""
+    facts = parse_prompt(prompt)
+    tasks = [{"id": f"T{n}", "title": title}
+             for n, title in enumerate(clauses(facts.request), start=1)]
+    ids = [task["id"] for task in tasks]
+    return {"tasks": tasks,
+            "batches": [ids[i:i + BATCH_SIZE] for i in range(0, len(ids), BATCH_SIZE)]}
+
+
+def classify_steer(message: str) -> SteerKind:
+    """A STEER by its first word: ``redo:`` invalidates the work, ``scope:`` changes the
+    scope, anything else adds to it."""
+    words = message.strip().split(maxsplit=1)
+    first = words[0].lower() if words else ""
+    if first == "redo:":
+        return "invalidated"
+    if first == "scope:":
+        return "scope"
+    return "additive"
+
+
+def _first_task(facts: PromptFacts) -> tuple[str, str]:
+    if facts.tasks:
+        return facts.tasks[0]
+    titles = clauses(facts.request)
+    return "T1", titles[0] if titles else "the request"
+
+
+def execute(prompt: str) -> tuple[dict[str, Any], Effects]:
+    """Executor: writes ``WORKDIR/<task>.md``, stages ``KNOWLEDGE/<task>.md``; a STEER is
+    classified (seed 004 §3.1): a scope change blocks, redo restarts, anything else is
+    applied as a constraint."""
+    facts = parse_prompt(prompt)
+    ident, title = _first_task(facts)
+    steers = [s.message for s in facts.signals if s.type == "STEER"]
+    infos = [s.message for s in facts.signals if s.type == "INFO"]
+    kind = classify_steer(steers[-1]) if steers else None
+    answer: dict[str, Any] = {"task": ident}
+    if kind == "scope":
+        answer.update(status="blocked", report=f"{ident} stopped: the scope changed",
+                      files=[], staged=[], blockers=[f"STEER scope change: {steers[-1]}"],
+                      steer=kind)
+        return answer, Effects()
+    work = str(PurePath(facts.workdir) / f"{ident}.md")
+    note = str(PurePath(facts.knowledge_dir) / f"{ident}.md")
+    constraints = [*steers, *infos]
+    report = f"{ident} done: {title}"
+    if kind == "invalidated":
+        report += f" (restarted due to STEER: {steers[-1]})"
+    elif constraints:
+        report += f" (with {len(constraints)} constraint{'s' if len(constraints) > 1 else ''})"
+    lines = [f"# {ident}: {title}", "", "Done by the demo executor."]
+    lines += [f"- constraint: {text}" for text in constraints]
+    answer.update(status="done", report=report, files=[work], staged=[note], blockers=[])
+    if kind is not None:
+        answer["steer"] = kind
+    effects = Effects(writes={
+        work: "\n".join(lines) + "\n",
+        note: f"# {title}\n\nLearned while doing {ident}: {title}.\n",
+    })
+    return answer, effects
+
+
+def review(prompt: str) -> dict[str, Any]:
+    """Reviewer: accepts (a script can make it reject)."""
+    facts = parse_prompt(prompt)
+    return {"verdict": "accept", "tasks": [ident for ident, _ in facts.tasks], "findings": []}
+
+
+def ask(prompt: str) -> dict[str, Any]:
+    """Questioner: one text question per line of the prompt that ends in ``?``; without
+    any, a confirm and a select question about the request."""
+    facts = parse_prompt(prompt)
+    if facts.questions:
+        return {"questions": [{"id": f"q{n}", "kind": "text", "prompt": text, "options": []}
+                              for n, text in enumerate(facts.questions, start=1)]}
+    return {"questions": [
+        {"id": "q1", "kind": "confirm", "prompt": "Proceed with the request as written?",
+         "options": []},
+        {"id": "q2", "kind": "select", "prompt": "How much should the first iteration cover?",
+         "options": [{"key": "minimal", "label": "The smallest useful slice"},
+                     {"key": "full", "label": "Everything the request asks for"}]},
+    ]}
+
+
+def librarian(prompt: str, staged: list[str]) -> tuple[dict[str, Any], Effects]:
+    """Librarian: ``Mode: stage`` lists the staged notes (``staged``: their names in the
+    knowledge folder); ``Mode: promote`` copies them to the docs folder."""
+    facts = parse_prompt(prompt)
+    if facts.mode != "promote":
+        return {"mode": "stage", "staged": staged, "promoted": []}, Effects()
+    copies = {str(PurePath(facts.knowledge_dir) / name): str(PurePath(facts.docs) / name)
+              for name in staged}
+    return ({"mode": "promote", "staged": staged, "promoted": list(copies.values())},
+            Effects(copies=copies))

@@ -1,0 +1,1 @@
+"""The façade's implementation, one module per concern; import from ``interlock.runtime``."""

@@ -1,0 +1,58 @@
+"""What every façade module shares: opening the store, translating errors, the root."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from interlock.machines import SpecError
+from interlock.runtime.api.errors import (
+    Conflict,
+    InterlockError,
+    NotFound,
+    StepFailed,
+    UsageError,
+)
+from interlock.runtime.engine.bindings_loader import BindingsError
+from interlock.runtime.engine.faults import StepFailed as EngineStepFailed
+from interlock.runtime.engine.lifecycle import SessionOver, SessionRunning
+from interlock.runtime.engine.runner import SessionBusy, SessionClosed, SpecChanged
+from interlock.runtime.engine.session import SessionError
+from interlock.runtime.engine.snapshot import SnapshotError
+from interlock.runtime.signals.model import SignalError
+from interlock.runtime.store import SessionNotFound, Store, StoreError, open_store
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """The engine's and the store's exceptions as the façade's (SpecError passes: its
+    diagnostics are for printing)."""
+    try:
+        yield
+    except SpecError:
+        raise
+    except SessionNotFound as exc:
+        raise NotFound(str(exc)) from None
+    except EngineStepFailed as exc:
+        raise StepFailed(str(exc)) from None
+    except (SessionBusy, SpecChanged, SessionRunning, SessionOver, SessionClosed) as exc:
+        raise Conflict(str(exc)) from None
+    except (BindingsError, SignalError) as exc:
+        raise UsageError(str(exc)) from None
+    except (SessionError, SnapshotError, StoreError) as exc:
+        raise InterlockError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def opened_store(store: str | None, root: Path) -> Iterator[Store]:
+    with translated():
+        opened = open_store(store, root)
+        try:
+            yield opened
+        finally:
+            opened.close()
+
+
+def root_of(root: Path | str | None) -> Path:
+    return Path(root) if root is not None else Path.cwd()

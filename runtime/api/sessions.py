@@ -1,0 +1,550 @@
+"""Sessions through the façade: start, resume, send, status, log, cancel, remove, list.
+
+Every function is a coroutine; blocking store and process work runs in worker threads so
+the caller's event loop stays free. ``store`` is a store URL (default: SQLite in
+``ROOT/.interlock/state.db``) and ``root`` the folder sessions keep their files under
+(default: the working directory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from interlock.machines import build_ir, loads
+from interlock.machines.bindings import Bindings, Call
+from interlock.machines.events import reserved_reason
+from interlock.machines.ir import MachineIR, TransitionKind
+from interlock.runtime.api.common import opened_store, root_of, translated
+from interlock.runtime.api.errors import Conflict, UsageError
+from interlock.runtime.builtin.machines import (
+    Builtin,
+    BuiltinSetup,
+    DemoDriver,
+    builtin_for,
+    builtin_names,
+    is_builtin_spec,
+)
+from interlock.runtime.builtin.specs import resolve_spec
+from interlock.runtime.engine.bindings_loader import load_bindings
+from interlock.runtime.engine.context import SessionContext as SessionContext
+from interlock.runtime.engine.context import with_session
+from interlock.runtime.engine.lifecycle import StatusInfo, list_sessions, status_of
+from interlock.runtime.engine.runner import Runner, new_session_id
+from interlock.runtime.engine.session import Step
+from interlock.runtime.engine.snapshot import Snapshot
+from interlock.runtime.signals.model import SignalError, check_identifier
+from interlock.runtime.store import (
+    JournalEntry,
+    SessionRow,
+    Store,
+    open_store,
+)
+
+SessionStatus = Literal["running", "stopped", "failed", "finished", "cancelled"]
+Outcome = Literal["finished", "stopped", "failed", "cancelled", "removed"]
+StepCallback = Callable[[Step], None]
+NoteCallback = Callable[[str], None]
+BindingsArg = str | Mapping[str, Callable[[Call], Any]] | None
+
+
+@dataclass(frozen=True, slots=True)
+class TimerInfo:
+    event: str
+    state: str
+    deadline: float  # wall-clock seconds
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerInfo:
+    """The live runner holding a session: its process, and since when (lease taken)."""
+
+    owner: str
+    host: str | None
+    pid: int | None
+    since: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session as it stands: ``status`` is one of running, stopped, failed, finished,
+    cancelled; ``running`` only while a live runner holds the session's lease."""
+
+    id: str
+    machine: str
+    spec_path: str
+    status: SessionStatus
+    active: tuple[str, ...]
+    seq: int
+    created_at: float
+    updated_at: float
+    timers: tuple[TimerInfo, ...]
+    queued: int
+    context: Mapping[str, Any]
+    runner: RunnerInfo | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "machine": self.machine, "spec": self.spec_path,
+            "status": self.status, "active": list(self.active), "seq": self.seq,
+            "created_at": self.created_at, "updated_at": self.updated_at,
+            "timers": [{"event": t.event, "state": t.state, "deadline": t.deadline}
+                       for t in self.timers],
+            "queued": self.queued, "context": dict(self.context),
+            "runner": None if self.runner is None else {
+                "owner": self.runner.owner, "host": self.runner.host, "pid": self.runner.pid,
+                "since": self.runner.since},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a run ended: ``finished`` (a final state), ``stopped`` (asked to stop; the
+    session is resumable), ``failed`` (``message`` is the one line naming the binding,
+    its place in the spec and the error), ``cancelled`` (``message``: the reason) or
+    ``removed`` (deleted under the runner)."""
+
+    session_id: str
+    outcome: Outcome
+    active: tuple[str, ...]
+    created: bool
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SendReceipt:
+    """What became of a sent event: ``taken`` by the live runner (``active`` is the
+    configuration after it), ``queued`` for the next run, or ``rejected`` by the live
+    runner (``accepts`` lists the events the configuration takes)."""
+
+    session_id: str
+    event: str
+    outcome: Literal["taken", "queued", "rejected"]
+    active: tuple[str, ...]
+    accepts: tuple[str, ...] = field(default=())
+    note: str | None = None
+
+
+# -- errors -----------------------------------------------------------------------------
+
+
+def check_session_id(session_id: str) -> str:
+    """Session ids name folders (the session's mailbox): no '/', no '..'."""
+    try:
+        return check_identifier(session_id, "session id")
+    except SignalError as exc:
+        raise UsageError(str(exc)) from None
+
+
+# -- views ------------------------------------------------------------------------------
+
+
+def _info(store: Store, row: SessionRow, now: float, state: StatusInfo | None = None
+          ) -> SessionInfo:
+    snapshot = Snapshot.from_json(row.snapshot)
+    state = state or status_of(store, row, now)
+    runner = (RunnerInfo(state.owner, state.host, state.pid, state.since)
+              if state.status == "running" and state.owner is not None else None)
+    return SessionInfo(
+        id=row.id, machine=row.spec_name, spec_path=row.spec_path,
+        status=state.status, active=tuple(snapshot.configuration), seq=row.seq,
+        created_at=row.created_at, updated_at=row.updated_at,
+        timers=tuple(TimerInfo(t.event, t.state, t.deadline) for t in snapshot.timers),
+        queued=len(store.inbox(row.id)), context=dict(snapshot.context), runner=runner,
+    )
+
+
+def accepted_events(ir: MachineIR, configuration: tuple[str, ...]) -> tuple[str, ...]:
+    """The event descriptors the active states listen for (timers excluded), sorted."""
+    return tuple(sorted({t.event for sid in configuration if sid in ir.states
+                         for t in ir.states[sid].transitions
+                         if t.kind is TransitionKind.EVENT and t.event is not None}))
+
+
+# -- running ----------------------------------------------------------------------------
+
+
+def _noop(call: Call) -> None:
+    return None
+
+
+def _false(call: Call) -> bool:
+    return False
+
+
+def resolve_bindings(bindings: BindingsArg, spec_text: str, spec_path: str,
+                     allow_unbound: bool, on_note: NoteCallback | None = None) -> Bindings:
+    """A bindings mapping from a ``MODULE[:ATTR]``/``FILE.py`` reference or a mapping; with
+    ``allow_unbound``, unbound actions do nothing and unbound guards are false."""
+    with translated():
+        bound: dict[str, Any] = dict(load_bindings(bindings) if isinstance(bindings, str)
+                                     else bindings or {})
+    if allow_unbound:
+        ir = build_ir(loads(spec_text, spec_path))
+        missing_guards = [g for g in ir.guards if g not in bound]
+        missing_actions = [a for a in ir.actions if a not in bound]
+        bound.update(dict.fromkeys(missing_actions, _noop))
+        bound.update(dict.fromkeys(missing_guards, _false))
+        if (missing_guards or missing_actions) and on_note is not None:
+            on_note(f"unbound: {len(missing_actions)} action(s) do nothing, "
+                    f"{len(missing_guards)} guard(s) are false (allow_unbound)")
+    return bound
+
+
+def _in_session(bindings: Bindings, session_id: str, root: Path) -> Bindings:
+    from interlock.runtime.signals.session_feed import session_dir
+
+    return with_session(bindings, SessionContext.of(session_id, session_dir(root, session_id)))
+
+
+def _read_spec(spec: str | Path) -> tuple[str, str]:
+    path = resolve_spec(str(spec))
+    try:
+        return path.read_text(encoding="utf-8"), str(path)
+    except FileNotFoundError:
+        raise UsageError(f"no spec file {path} (nor a built-in spec of that name; "
+                         "`interlock specs` lists them)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read spec {path}: {exc}") from None
+
+
+def _reap(store: Store, on_note: NoteCallback | None) -> None:
+    """Stop agent process groups that a dead runner or dispatcher left behind."""
+    from interlock.runtime.host.orphans import reap_orphans
+
+    for reaped in reap_orphans(store):
+        if on_note is not None:
+            on_note(f"stopped {reaped.describe()}")
+
+
+def _feed(runner: Runner, store: str | None, root: Path, enabled: bool, identity: str,
+          on_note: NoteCallback | None) -> Any:
+    """A live-signal consumer for the session's mailbox (a store connection of its own). It
+    takes signals for ALL and for its identity: ``signals_as``, else the machine's own
+    ``agent`` context field (a Ralph subagent's ``Ralph-Executor``), when it has one."""
+    if not enabled:
+        return None
+    agent = runner.session.context.get("agent")
+    if identity == "ALL" and isinstance(agent, str) and agent:
+        identity = agent
+    from interlock.runtime.signals.session_feed import SessionFeed, session_dir
+
+    with translated():
+        check_identifier(identity, "signals_as")
+        folder = session_dir(root, runner.session_id)
+        feed = SessionFeed(runner, open_store(store, root), folder, identity=identity)
+    if on_note is not None:
+        on_note(f"signals: {feed.mailbox.inputs} (interlock signal {runner.session_id} "
+                "STEER 'message')")
+    return feed
+
+
+async def _drive(runner: Runner, feed: Any, created: bool, stop: asyncio.Event | None,
+                 on_step: StepCallback | None) -> RunResult:
+    stop = stop or asyncio.Event()
+
+    def stepped(step: Step) -> None:
+        if on_step is not None:
+            on_step(step)
+        if feed is not None and step.before != step.after:
+            feed.stepped()
+
+    if feed is not None:
+        feed.start()
+    try:
+        with translated():
+            ended = await runner.run(stop, on_step=stepped)
+    finally:
+        if feed is not None:
+            feed.stop()
+            feed.store.close()
+        runner.close()
+    message = str(ended.failure) if ended.failure is not None else ended.reason
+    return RunResult(runner.session_id, ended.kind, runner.session.active, created, message)
+
+
+async def start(
+    spec: str | Path, *, session_id: str | None = None,
+    context: Mapping[str, Any] | None = None, bindings: BindingsArg = None,
+    allow_unbound: bool = False, migrate: bool = False, signals: bool = True,
+    signals_as: str = "ALL", store: str | None = None, root: Path | str | None = None,
+    stop: asyncio.Event | None = None, on_step: StepCallback | None = None,
+    on_note: NoteCallback | None = None, demo: bool = False,
+) -> RunResult:
+    """Start a session of ``spec`` (a file or a built-in spec's name), or continue the one
+    named ``session_id``, and run it until a final state or until ``stop`` is set.
+
+    ``on_step`` sees every committed step; ``on_note`` gets one-line notes for people
+    (started, where its signals go, orphans stopped). A built-in spec runs with its own
+    bindings unless ``bindings`` are given; ``demo`` runs it offline and unattended: demo
+    agents, and scripted stand-ins for what it waits for from the outside world.
+    """
+    base = root_of(root)
+    if session_id is not None:
+        check_session_id(session_id)
+    text, path = _read_spec(spec)
+    machine = build_ir(loads(text, path)).name
+    builtin = builtin_for(machine) if is_builtin_spec(Path(path)) else None
+    if demo and (builtin is None or builtin.demo is None):
+        why = f"{path} is not one of them" if builtin is None else f"{machine} has no demo"
+        raise UsageError(f"--demo runs the built-in specs offline "
+                         f"({', '.join(builtin_names())}); {why}")
+    session_id = session_id or new_session_id(machine)
+    if demo and builtin is not None:
+        context = {**builtin.demo_context, **(context or {})}
+    bound = _in_session(_bindings_for(builtin, bindings, text, path, allow_unbound, demo,
+                                      session_id, base, on_note), session_id, base)
+    with opened_store(store, base) as opened:
+        await asyncio.to_thread(_reap, opened, on_note)
+        with translated():
+            runner, opened_as = await asyncio.to_thread(
+                Runner.open, opened, text, path, session_id=session_id, bindings=bound,
+                context=context, migrate=migrate, **_invokes(base, session_id))
+        verb = "started" if opened_as.created else "resumed"
+        if on_note is not None:
+            on_note(f"session {runner.session_id} {verb} [{', '.join(runner.session.active)}] "
+                    f"(store: {opened.url})")
+        feed = _feed(runner, store, base, signals, signals_as, on_note)
+        stop = stop or asyncio.Event()
+        scripted = (_play_demo(builtin, runner, store, base, stop, on_note)
+                    if demo and builtin is not None else None)
+        try:
+            return await _drive(runner, feed, opened_as.created, stop, on_step)
+        finally:
+            if scripted is not None:
+                scripted.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await scripted
+
+
+def _invokes(root: Path, session_id: str) -> dict[str, Any]:
+    """What ``invoke:`` states need (docs/invoke.md): the session folder their agents spool
+    into, and the resolver of ``agent:`` names (``interlock.yaml``, else the demo roles)."""
+    from interlock.runtime.engine.invoke_agents import agent_resolver
+    from interlock.runtime.signals.session_feed import session_dir
+
+    return {"folder": session_dir(root, session_id), "agents": agent_resolver(root)}
+
+
+def _bindings_for(builtin: Builtin | None, bindings: BindingsArg, text: str, path: str,
+                  allow_unbound: bool, demo: bool, session_id: str, root: Path,
+                  on_note: NoteCallback | None) -> Bindings:
+    """The caller's bindings, else a built-in spec's own."""
+    if bindings is None and builtin is not None:
+        from interlock.runtime.signals.session_feed import session_dir
+
+        setup = BuiltinSetup(session_id, root, session_dir(root, session_id), demo)
+        return resolve_bindings(builtin.bindings(setup), text, path, allow_unbound, on_note)
+    return resolve_bindings(bindings, text, path, allow_unbound, on_note)
+
+
+def _play_demo(builtin: Builtin, runner: Runner, store: str | None, root: Path,
+               stop: asyncio.Event, on_note: NoteCallback | None) -> asyncio.Task[None]:
+    """Run a built-in's scripted stand-ins beside the runner; if they fail, the run stops."""
+    assert builtin.demo is not None
+    queue = open_store(store, root)  # a connection of its own for the driver's sends
+
+    def send(event: str, data: dict[str, Any]) -> None:
+        queue.enqueue(runner.session_id, event, data, time.time())
+        runner.wake()
+
+    driver = DemoDriver(runner.session_id, lambda: runner.active, send,
+                        lambda: runner.session.context)
+
+    async def play() -> None:
+        try:
+            await builtin.demo(driver)  # type: ignore[misc]
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a stand-in that fails stops the demo, with the reason
+            if on_note is not None:
+                on_note(f"demo: {type(exc).__name__}: {exc}")
+            stop.set()
+        finally:
+            queue.close()
+
+    return asyncio.create_task(play())
+
+
+async def create(
+    spec: str | Path, *, session_id: str | None = None,
+    context: Mapping[str, Any] | None = None, bindings: BindingsArg = None,
+    allow_unbound: bool = False, store: str | None = None, root: Path | str | None = None,
+    on_note: NoteCallback | None = None,
+) -> SessionInfo:
+    """Create a session (its initial entry actions run, its timers are armed) and leave it
+    stopped: ``resume`` runs it, ``send`` queues events for it."""
+    stop = asyncio.Event()
+    stop.set()
+    made = await start(spec, session_id=session_id, context=context, bindings=bindings,
+                       allow_unbound=allow_unbound, signals=False, store=store, root=root,
+                       stop=stop, on_note=on_note)
+    if not made.created:
+        raise Conflict(f"session {made.session_id} exists already; resume it")
+    return await status(made.session_id, store=store, root=root)
+
+
+async def resume(
+    session_id: str, *, bindings: BindingsArg = None, allow_unbound: bool = False,
+    retry: bool = False, signals: bool = True, signals_as: str = "ALL",
+    store: str | None = None,
+    root: Path | str | None = None, stop: asyncio.Event | None = None,
+    on_step: StepCallback | None = None, on_note: NoteCallback | None = None,
+) -> RunResult:
+    """Continue a stopped, crashed or failed session where its last committed step left
+    it. A failed session goes on without the event that failed (it stays in the session's
+    dead letters); with ``retry`` its dead letters are delivered again first, in order."""
+    base = root_of(root)
+    check_session_id(session_id)
+    with opened_store(store, base) as opened:
+        await asyncio.to_thread(_reap, opened, on_note)
+        with translated():
+            row = await asyncio.to_thread(opened.get, session_id)
+        builtin = builtin_for(row.spec_name) if is_builtin_spec(Path(row.spec_path)) else None
+        bound = _in_session(_bindings_for(builtin, bindings, row.spec_text, row.spec_path,
+                                          allow_unbound, False, session_id, base, on_note),
+                            session_id, base)
+        with translated():
+            runner, _ = await asyncio.to_thread(
+                Runner.open, opened, None, row.spec_path, session_id=session_id,
+                bindings=bound, retry=retry, **_invokes(base, session_id))
+        if on_note is not None:
+            on_note(f"session {session_id} resumed [{', '.join(runner.session.active)}]")
+        feed = _feed(runner, store, base, signals, signals_as, on_note)
+        return await _drive(runner, feed, False, stop, on_step)
+
+
+# -- events -----------------------------------------------------------------------------
+
+
+def _send(store: Store, session_id: str, event: str, data: dict[str, Any],
+          wait: float) -> SendReceipt:
+    row = store.get(session_id)
+    info = _info(store, row, time.time())
+    if info.status in ("finished", "cancelled"):
+        raise Conflict(f"session {session_id} is {info.status}; it takes no events")
+    item = store.enqueue(session_id, event, data, time.time())
+    if info.status != "running":
+        return SendReceipt(session_id, event, "queued", info.active,
+                           note=f"session {session_id} is {info.status}; it takes the event "
+                           "when it is resumed")
+    deadline = time.monotonic() + wait
+    while any(i.id == item for i in store.inbox(session_id)):
+        if time.monotonic() >= deadline:
+            return SendReceipt(session_id, event, "queued", info.active,
+                               note=f"the live runner has not taken it within {wait:g}s")
+        time.sleep(0.01)
+    for entry in store.journal(session_id, after_seq=row.seq):
+        if entry.event != event or entry.kind not in ("event", "rejected"):
+            continue
+        if entry.kind == "rejected":
+            ir = build_ir(loads(row.spec_text, row.spec_path))
+            return SendReceipt(session_id, event, "rejected", entry.before,
+                               accepted_events(ir, entry.before), entry.note)
+        return SendReceipt(session_id, event, "taken", entry.after)
+    return SendReceipt(session_id, event, "taken", _info(store, store.get(session_id),
+                                                         time.time()).active)
+
+
+async def send(session_id: str, event: str, data: Mapping[str, Any] | None = None, *,
+               wait: float = 2.0, store: str | None = None,
+               root: Path | str | None = None) -> SendReceipt:
+    """Deliver ``event``: a live runner takes it within milliseconds (the receipt says
+    whether it was taken or rejected, waiting up to ``wait`` seconds); a stopped session
+    keeps it queued for its next run."""
+    check_session_id(session_id)
+    reason = reserved_reason(event)
+    if reason is not None:
+        raise UsageError(f"{event!r} is reserved for the engine: {reason}")
+    with opened_store(store, root_of(root)) as opened, translated():
+        return await asyncio.to_thread(_send, opened, session_id, event, dict(data or {}),
+                                       wait)
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+async def status(session_id: str, *, store: str | None = None,
+                 root: Path | str | None = None) -> SessionInfo:
+    """One session as it stands."""
+    check_session_id(session_id)
+    with opened_store(store, root_of(root)) as opened, translated():
+        row = await asyncio.to_thread(opened.get, session_id)
+        return await asyncio.to_thread(_info, opened, row, time.time())
+
+
+async def sessions(*, store: str | None = None,
+                   root: Path | str | None = None) -> list[SessionInfo]:
+    """Every session in the store, oldest first."""
+    def listed(opened: Store) -> list[SessionInfo]:
+        now = time.time()
+        return [_info(opened, item.row, now, item.info)
+                for item in list_sessions(opened, now)]
+
+    with opened_store(store, root_of(root)) as opened, translated():
+        return await asyncio.to_thread(listed, opened)
+
+
+async def log(session_id: str, *, after_seq: int = -1, store: str | None = None,
+              root: Path | str | None = None) -> list[JournalEntry]:
+    """The session's journal entries with seq > ``after_seq`` (all by default), in order."""
+    check_session_id(session_id)
+    with opened_store(store, root_of(root)) as opened, translated():
+        await asyncio.to_thread(opened.get, session_id)
+        return await asyncio.to_thread(opened.journal, session_id, after_seq)
+
+
+async def follow(session_id: str, *, poll: float = 0.2, store: str | None = None,
+                 root: Path | str | None = None) -> AsyncIterator[JournalEntry]:
+    """The journal, then each new entry as it is committed, until the session ends."""
+    check_session_id(session_id)
+    with opened_store(store, root_of(root)) as opened, translated():
+        seen = -1
+        while True:
+            for entry in await asyncio.to_thread(opened.journal, session_id, seen):
+                seen = max(seen, entry.seq)
+                yield entry
+            row = await asyncio.to_thread(opened.get, session_id)
+            if row.status in ("finished", "failed", "cancelled"):
+                return
+            await asyncio.sleep(poll)
+
+
+# -- lifecycle --------------------------------------------------------------------------
+
+
+async def cancel(session_id: str, *, reason: str | None = None, wait: float = 3.0,
+                 store: str | None = None, root: Path | str | None = None) -> SessionInfo:
+    """Cancel a session: a live runner stops within a second (its timers cancelled, its
+    child processes stopped: TERM, then KILL), journals ``cancelled`` and exits; a stopped
+    or failed session is marked cancelled. Waits up to ``wait`` seconds for the runner;
+    returns the session as it then stands. Conflict for a finished or cancelled one."""
+    from interlock.runtime.engine import lifecycle
+
+    check_session_id(session_id)
+
+    def run(opened: Store) -> SessionInfo:
+        done = lifecycle.cancel(opened, session_id, reason, time.time())
+        if done.action == "requested":
+            lifecycle.wait_until_not_running(opened, session_id, wait)
+        return _info(opened, opened.get(session_id), time.time())
+
+    with opened_store(store, root_of(root)) as opened, translated():
+        return await asyncio.to_thread(run, opened)
+
+
+async def remove(session_id: str, *, force: bool = False, store: str | None = None,
+                 root: Path | str | None = None) -> None:
+    """Delete a session with its journal, queue, dead letters and lease. A running one is
+    refused (Conflict) unless ``force``: its runner then stops, and its children too."""
+    from interlock.runtime.engine import lifecycle
+
+    check_session_id(session_id)
+    with opened_store(store, root_of(root)) as opened, translated():
+        await asyncio.to_thread(lifecycle.remove, opened, session_id, time.time(),
+                                force=force)

@@ -1,0 +1,148 @@
+"""Spec files through the façade: find, validate, draw (files and live sessions), schema.
+
+These are plain functions: they read files and run Graphviz briefly, nothing waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from interlock.machines import SpecError, build_ir, lint, load, loads
+from interlock.machines.diagnostics import Diagnostic, Mark, error, sort_diagnostics
+from interlock.runtime.api.common import opened_store, root_of, translated
+from interlock.runtime.api.errors import InterlockError, UsageError
+from interlock.runtime.api.sessions import check_session_id
+from interlock.runtime.builtin.specs import builtin_specs, resolve_spec
+from interlock.runtime.engine.snapshot import Snapshot
+
+DrawFormat = Literal["mermaid", "dot", "svg", "png"]
+SPEC_SUFFIXES = (".yaml", ".yml")
+SKIPPED_DIRS = ("node_modules", "__pycache__")
+
+__all__ = ["SPEC_SUFFIXES", "Validation", "builtin_specs", "draw", "draw_all", "draw_session",
+           "expand_paths", "resolve_spec", "spec_schema", "validate"]
+
+
+def _skipped(relative: Path) -> bool:
+    """Folders a search for specs never enters: hidden ones (.venv, .git) and caches."""
+    return any(part.startswith(".") or part in SKIPPED_DIRS for part in relative.parts[:-1])
+
+
+def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
+    """Files as given, and the spec files under each directory; plus paths that don't exist."""
+    files: list[Path] = []
+    missing: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in SPEC_SUFFIXES
+                                and p.is_file() and not _skipped(p.relative_to(path))))
+        elif path.exists() or path.is_symlink():
+            files.append(path)
+        else:
+            missing.append(str(path))
+    return files, missing
+
+
+def check_file(path: Path, bindings: Mapping[str, object] | None = None) -> list[Diagnostic]:
+    """Every diagnostic for one spec file: load errors, or lint findings."""
+    try:
+        spec = load(path)
+    except SpecError as exc:
+        return exc.diagnostics
+    except RecursionError:
+        return [error("Y008", "the spec is nested too deeply to check", Mark(str(path), 1, 1))]
+    return lint(build_ir(spec), bindings)
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """What ``validate`` checked and found, sorted by file and position."""
+
+    files: tuple[Path, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def errors(self) -> int:
+        return sum(d.is_error for d in self.diagnostics)
+
+    @property
+    def warnings(self) -> int:
+        return len(self.diagnostics) - self.errors
+
+
+def validate(paths: Iterable[Path | str], *, bindings: str | None = None) -> Validation:
+    """Load and lint spec files (folders are searched for *.yaml/*.yml); with ``bindings``
+    (``MODULE[:ATTR]`` or a file), also report what it leaves unbound."""
+    from interlock.runtime.api.sessions import resolve_bindings
+
+    given = [Path(p) for p in paths]
+    bound = resolve_bindings(bindings, "", "", False) if bindings is not None else None
+    files, missing = expand_paths(given)
+    if missing:
+        raise UsageError("no such file or directory: " + ", ".join(missing))
+    if not files:
+        raise UsageError("no spec files (*.yaml, *.yml) found in: " + ", ".join(map(str, given)))
+    found = sort_diagnostics(d for f in files for d in check_file(f, bound))
+    return Validation(tuple(files), tuple(found))
+
+
+def spec_schema() -> dict[str, Any]:
+    """The JSON Schema of spec files (for editors: yaml-language-server)."""
+    from interlock.machines.schema import spec_json_schema
+
+    return spec_json_schema()
+
+
+def _render(path: Path, fmt: DrawFormat, text: str | None = None,
+            active: frozenset[str] = frozenset()) -> bytes:
+    from interlock.machines.render import render_dot, render_mermaid
+    from interlock.runtime.diagrams.graphviz import GraphvizError, render_with_dot
+
+    ir = build_ir(load(path) if text is None else loads(text, str(path)))
+    errors = [d for d in lint(ir) if d.is_error]
+    if errors:
+        raise SpecError(errors)
+    if fmt == "mermaid":
+        return render_mermaid(ir, active).encode()
+    source = render_dot(ir, active)
+    if fmt == "dot":
+        return source.encode()
+    try:
+        return render_with_dot(source, "svg" if fmt == "svg" else "png")
+    except GraphvizError as exc:
+        raise InterlockError(str(exc)) from None
+
+
+def draw(spec: str | Path, fmt: DrawFormat = "mermaid") -> bytes:
+    """A spec file or built-in spec drawn as Mermaid, DOT, SVG or PNG (SpecError when the
+    spec has errors)."""
+    return _render(resolve_spec(str(spec)), fmt)
+
+
+async def draw_session(session_id: str, fmt: DrawFormat = "mermaid", *,
+                       store: str | None = None, root: Path | str | None = None) -> bytes:
+    """A session's own spec (the text it runs) with its active states filled."""
+    check_session_id(session_id)
+    with opened_store(store, root_of(root)) as opened, translated():
+        row = await asyncio.to_thread(opened.get, session_id)
+    active = frozenset(Snapshot.from_json(row.snapshot).configuration)
+    return _render(Path(row.spec_path), fmt, row.spec_text, active)
+
+
+def draw_all(spec_dir: Path | str, out_dir: Path | str) -> list[Path]:
+    """Draw every spec under ``spec_dir`` into ``out_dir`` (a Markdown page with Mermaid and
+    an SVG each, plus an index); stale files are rewritten, orphans removed."""
+    from interlock.runtime.diagrams.files import sync_diagrams
+    from interlock.runtime.diagrams.graphviz import GraphvizError
+
+    files, missing = expand_paths([Path(spec_dir)])
+    if missing or not files:
+        raise UsageError(f"no spec files in {spec_dir}")
+    try:
+        return sync_diagrams(files, Path(out_dir))
+    except (GraphvizError, ValueError) as exc:
+        raise InterlockError(str(exc)) from None

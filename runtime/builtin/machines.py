@@ -1,0 +1,119 @@
+"""The runtime side of the built-in specs: their bindings, and their ``--demo`` stand-ins.
+
+Each built-in spec ``specs/<name>.yaml`` has a module ``interlock.runtime.builtin.<name>``
+that defines ``BUILTIN``, a :class:`Builtin`: how to make its bindings for one session,
+and, for ``interlock run <name> --demo``, the context a demo starts with and a scripted
+stand-in for whatever the machine waits for from the outside world (a ``start`` event, a
+menu choice, a human's answers). Demo agents stand in for real agents through the agents
+configuration, not here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from interlock.machines.bindings import Bindings
+from interlock.runtime.builtin.specs import builtin_spec_dir
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinSetup:
+    """What a built-in's bindings may need to know about the session they serve."""
+
+    session_id: str
+    root: Path  # the working folder (interlock.yaml, .interlock/)
+    folder: Path  # the session's own folder
+    demo: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+class DemoDriver:
+    """The scripted outside world of a ``--demo`` run, beside the runner in its loop.
+
+    ``active`` is the configuration as of the last committed step; ``send`` queues an
+    event like ``interlock send`` and wakes the runner; ``wait_for`` waits (bounded) until
+    one of some states is active.
+    """
+
+    def __init__(self, session_id: str, active: Callable[[], tuple[str, ...]],
+                 send: Callable[[str, dict[str, Any]], None],
+                 context: Callable[[], Mapping[str, Any]]) -> None:
+        self.session_id = session_id
+        self._active = active
+        self._send = send
+        self._context = context
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        return self._active()
+
+    @property
+    def context(self) -> Mapping[str, Any]:
+        return self._context()
+
+    def send(self, event: str, data: Mapping[str, Any] | None = None) -> None:
+        self._send(event, dict(data or {}))
+
+    async def wait_for(self, *states: str, timeout: float = 60.0, poll: float = 0.01) -> str:
+        """The first of ``states`` that is active; TimeoutError after ``timeout`` s."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            active = set(self._active())
+            for state in states:
+                if state in active:
+                    return state
+            if loop.time() >= deadline:
+                raise TimeoutError(f"the demo waited {timeout:g}s for "
+                                   f"{' or '.join(states)}; active: {sorted(active)}")
+            await asyncio.sleep(poll)
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """One built-in spec's runtime side."""
+
+    name: str
+    bindings: Callable[[BuiltinSetup], Bindings]
+    demo_context: Mapping[str, Any] = field(default_factory=dict)
+    demo: Callable[[DemoDriver], Awaitable[None]] | None = None
+
+
+_registered: dict[str, Builtin] = {}
+
+
+def register(builtin: Builtin) -> None:
+    """Make ``builtin`` known by its name (the built-in modules do; so can tests)."""
+    _registered[builtin.name] = builtin
+
+
+def builtin_for(name: str) -> Builtin | None:
+    """The runtime side of the built-in spec ``name``, or None when it has none."""
+    if name not in _registered:
+        try:
+            module = importlib.import_module(f"interlock.runtime.builtin.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"interlock.runtime.builtin.{name}":
+                raise
+            return None
+        found = getattr(module, "BUILTIN", None)
+        if isinstance(found, Builtin):
+            register(found)
+    return _registered.get(name)
+
+
+def is_builtin_spec(path: Path) -> bool:
+    """Whether ``path`` is one of the specs shipped in the wheel."""
+    try:
+        return path.resolve().parent == builtin_spec_dir().resolve()
+    except OSError:
+        return False
+
+
+def builtin_names() -> Iterable[str]:
+    return sorted(p.stem for p in builtin_spec_dir().glob("*.yaml"))

@@ -1,0 +1,17 @@
+"""The examples in the agents modules' docstrings run."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["config", "events", "prompts", "roles"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    module = importlib.import_module(f"interlock.runtime.agents.{name}")
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
