@@ -320,16 +320,19 @@ class Runner:
                  internal: bool = False) -> list[Step]:
         """Send one event and commit its step; a fault is handled by :meth:`_fault`.
 
-        An invoke's done/error event goes in as the engine's own when it answers its
-        state's current invocation; otherwise (the state was left meanwhile, or the event
-        did not come from the invoker) it is committed as a ``dropped`` step."""
+        An invoke's done/error event from the invoker (its data names the invocation)
+        goes in as the engine's own when it answers its state's current invocation;
+        otherwise (the state was left meanwhile) it is committed as a ``dropped`` step.
+        Any other sender's reserved name is rejected as in :meth:`Session.send`."""
         if self.outcome is not None:
             return []
-        invoke_id = _invoke_of(event)
-        if invoke_id is not None:
-            invocation = data.get("invocation")
+        invoke_id = _invoke_of(event) if self.invoker is not None else None
+        invocation = data.get("invocation")
+        if invoke_id is None or invocation is None:
+            invoke_id = None  # not the invoker's: an ordinary (external or internal) send
+        else:
             invoker = self.invoker
-            if invoker is None or invocation is None or invoker.current(invoke_id) != invocation:
+            if invoker is None or invoker.current(invoke_id) != invocation:
                 active = self.session.active
                 step = Step("dropped", event, dict(data), active, active, self.clock.now(),
                             note=f"invocation {invocation!r} of invoke {invoke_id!r} is not "

@@ -8,12 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from interlock.runtime.engine.invoke import stop_invocations
+from interlock.runtime.engine.lifecycle import cancel, remove
 from interlock.runtime.host.procfs import start_ticks
 from interlock.runtime.store.sqlite import SqliteStore
 
@@ -130,3 +132,21 @@ def pid_of_agent(tmp_path: Path) -> int:
 def alive_pid(pid: int) -> bool:
     """Running (a zombie no init reaped yet does not count: it runs nothing)."""
     return start_ticks(pid) is not None
+
+
+def test_cancelling_a_session_no_runner_holds_stops_its_agents(store: SqliteStore,
+                                                               tmp_path: Path) -> None:
+    pid, _ = crash_mid_invoke(store, tmp_path, "adopt")
+    assert cancel(store, "s1", "enough", time.time()).action == "cancelled"
+    assert group_gone(pid) and not alive_pid(pid_of_agent(tmp_path))
+    [record] = store.invocations("s1")
+    assert record.outcome == "cancelled"
+    last = store.journal("s1", after_seq=-1)[-1]
+    assert last.kind == "cancelled" and record.id in (last.note or "")
+
+
+def test_removing_a_session_no_runner_holds_stops_its_agents(store: SqliteStore,
+                                                             tmp_path: Path) -> None:
+    pid, _ = crash_mid_invoke(store, tmp_path, "adopt")
+    assert remove(store, "s1", time.time()).status == "stopped"
+    assert group_gone(pid) and not alive_pid(pid_of_agent(tmp_path))
