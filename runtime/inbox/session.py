@@ -33,7 +33,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +138,7 @@ def mark_delivered(adapter: InboxAdapter, data: Mapping[str, Any], status: Statu
 
 def invocations_in_flight(runner: Runner) -> int:
     """How many invoked agents the runner has running now (thread-safe)."""
-    in_flight = getattr(runner, "invocations_in_flight", None)  # the invoke runtime's
-    return len(in_flight()) if in_flight is not None else 0
+    return len(runner.invocations_in_flight())
 
 
 class SessionInbox:
@@ -183,6 +182,8 @@ class SessionInbox:
 
     def _deliver(self, message: Message) -> None:
         lease = self.poller.leases.pop(message.id)[1]  # the session holds it from now on
+        message = replace(message, status=Status.IN_PROGRESS, lease_until=lease.lease_until,
+                          owner=self.poller.owner)  # as the claim left it
         event, data = self.shape(message, lease)
         try:
             item = self.store.offer(self.runner.session_id, event, data, time.time(),
