@@ -23,9 +23,12 @@ import contextlib
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
-from interlock.machines.bindings import Bindings
+from interlock.machines import load
+from interlock.machines.bindings import Binding, Bindings, Call
 from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
+from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.engine.clock import SystemClock
 from interlock.runtime.inbox.config import PollerConfig, load_poller_config
 from interlock.runtime.inbox.connection import connect
@@ -33,6 +36,7 @@ from interlock.runtime.inbox.model import InboxError, Message
 from interlock.runtime.inbox.poller import InboxPoller
 
 LOG = logging.getLogger("interlock.inbox")
+SPEC = "inbox_poller"
 DEMO_STORE = "demo-inbox.db"
 DEMO_TIMEOUT = 60.0
 DEMO_MESSAGES = (
@@ -59,7 +63,8 @@ def _surface(folder: Path, message: Message) -> None:
 def _demo_config(setup: BuiltinSetup) -> PollerConfig:
     """The demo inbox (in the session folder), seeded with two messages once."""
     store = setup.folder / DEMO_STORE
-    config = PollerConfig(store=str(store), interval=0.2, request_timeout=5, batch=10)
+    config = PollerConfig(store=str(store), interval=0.2, request_timeout=5, batch=10,
+                          backoff_base=0.2, backoff_max=2)
     fresh = not store.exists()
     inbox = connect(config.store)
     try:
@@ -83,10 +88,30 @@ def bindings(setup: BuiltinSetup) -> Bindings:
     if enabled:
         with contextlib.suppress(InboxError):  # unreachable now: the first poll backs off
             enabled = bool(adapter.settings().get("enabled", True))
+        with contextlib.suppress(InboxError, TypeError, ValueError):
+            config = config.model_copy(update={"interval": float(
+                adapter.settings().get("interval", config.interval))})
     poller = InboxPoller(adapter, clock=SystemClock(), is_idle=lambda: True,
                          deliver=lambda message: _surface(setup.folder, message),
                          config=config.model_copy(update={"enabled": enabled}))
-    return poller.bindings()
+    bound = poller.bindings()
+    bound["reset_backoff"] = _configuring(bound["reset_backoff"], poller.context_from_config())
+    return bound
+
+
+def _configuring(reset_backoff: Binding, configured: dict[str, Any]) -> Binding:
+    """``reset_backoff`` (the entry action of ``disabled``, the initial state) that first
+    gives the context fields still at the spec's default the ``inbox:`` section's values
+    (and the store's ``interval`` setting): a context given explicitly wins."""
+    defaults = {name: field.default for name, field in load(resolve_spec(SPEC)).context.items()}
+
+    def action(call: Call) -> None:
+        for name, value in configured.items():
+            if name in defaults and call.context.get(name) == defaults[name]:
+                call.context[name] = value
+        reset_backoff(call)
+
+    return action
 
 
 async def play(driver: DemoDriver) -> None:
@@ -113,7 +138,7 @@ async def play(driver: DemoDriver) -> None:
 
 
 BUILTIN = Builtin(
-    name="inbox_poller",
+    name=SPEC,
     bindings=bindings,
     demo_context={"adapter": "sqlite", "poll_interval": 0.2, "request_timeout": 5.0,
                   "backoff_base": 0.2, "backoff_max": 2.0},

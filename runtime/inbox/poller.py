@@ -115,7 +115,8 @@ class InboxPoller:
     def _compile(self) -> CompiledMachine:
         return compile(load(_spec_path()), bindings=self.bindings())
 
-    def _context(self) -> dict[str, Any]:
+    def context_from_config(self) -> dict[str, Any]:
+        """The spec's context fields this poller's config sets."""
         c = self.config
         return {"adapter": type(self.adapter).__name__, "poll_interval": c.interval,
                 "request_timeout": c.request_timeout, "lease_duration": c.lease,
@@ -260,7 +261,7 @@ class InboxPoller:
 
     def start(self) -> None:
         """Start the machine and send ``start`` (enabled if the settings say so)."""
-        self.session = Session.start(self._compile(), self.clock, self._context())
+        self.session = Session.start(self._compile(), self.clock, self.context_from_config())
         self._sync_settings()
         self.session.send("start")
 
