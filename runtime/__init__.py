@@ -27,7 +27,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "specs": ("validate", "Validation", "draw", "draw_session", "draw_all", "spec_schema",
               "builtin_specs", "resolve_spec"),
     "dispatching": ("dispatch_agents", "dispatch_config", "AgentCommand", "DispatchResult",
-                    "PollingConfiguration", "SpawnOptions", "ConfigError",
+                    "PollingConfiguration", "SpawnOptions", "ConfigError", "FlagError",
                     "parse_dispatch_config"),
     "signals": ("post_signal", "wait_for_receipt", "consume_signals", "parse_signal_types",
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.dispatching import AgentCommand as AgentCommand
     from interlock.runtime.api.dispatching import ConfigError as ConfigError
     from interlock.runtime.api.dispatching import DispatchResult as DispatchResult
+    from interlock.runtime.api.dispatching import FlagError as FlagError
     from interlock.runtime.api.dispatching import PollingConfiguration as PollingConfiguration
     from interlock.runtime.api.dispatching import SpawnOptions as SpawnOptions
     from interlock.runtime.api.dispatching import dispatch_agents as dispatch_agents

@@ -114,6 +114,8 @@ def run_dispatch(words: Sequence[str], *, config_file: Path | None, timeout: str
         config = runtime.dispatch_config(config_file, timeout=timeout, interval=interval,
                                          required_field=required_field,
                                          output_format=output_format)
+    except runtime.FlagError as exc:
+        return fail(exc.message, EXIT_USAGE)
     except runtime.ConfigError as exc:
         print_diagnostics(exc.diagnostics)
         return fail("the dispatch configuration has errors", EXIT_USAGE)
