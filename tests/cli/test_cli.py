@@ -100,7 +100,7 @@ def test_bindings_option_reports_unbound_names(cli: Cli, tmp_path: Path) -> None
     assert cli("validate", "--bindings", str(module), str(spec)).returncode == 0
     missing = cli("validate", "--bindings", "no_such_module_xyz", str(spec))
     assert missing.returncode == 2
-    assert "bindings module not found" in missing.stderr
+    assert "bindings module 'no_such_module_xyz' not found" in missing.stderr
 
 
 def test_builtin_specs_pass_strict_validation(cli: Cli) -> None:
