@@ -29,7 +29,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "dispatching": ("dispatch_agents", "dispatch_config", "AgentCommand", "DispatchResult",
                     "PollingConfiguration", "SpawnOptions", "ConfigError", "FlagError",
                     "parse_dispatch_config"),
-    "signals": ("post_signal", "wait_for_receipt", "consume_signals", "parse_signal_types",
+    "signals": ("post_signal", "mailbox_folder", "wait_for_receipt", "consume_signals",
+                "parse_signal_types",
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
     "inbox": ("post_message", "list_messages", "mark_message", "poll_settings",
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
@@ -99,6 +100,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.signals import Receipt as Receipt
     from interlock.runtime.api.signals import Rejected as Rejected
     from interlock.runtime.api.signals import consume_signals as consume_signals
+    from interlock.runtime.api.signals import mailbox_folder as mailbox_folder
     from interlock.runtime.api.signals import parse_signal_types as parse_signal_types
     from interlock.runtime.api.signals import post_signal as post_signal
     from interlock.runtime.api.signals import wait_for_receipt as wait_for_receipt

@@ -334,7 +334,9 @@ def dispatch(
 
 @app.command("signal")
 def signal_(
-    session_dir: Annotated[Path, typer.Argument(help="The session folder (holds signals/).")],
+    session: Annotated[str, typer.Argument(
+        metavar="SESSION", help="A session id (its folder .interlock/sessions/ID here) or a "
+        "session folder (holds signals/; write it with a '/', e.g. ./work/s1).")],
     kind: Annotated[str, typer.Argument(metavar="TYPE", help="STEER, INFO, PAUSE, ABORT, "
                                         "APPROVE or SKIP.")],
     message: Annotated[str | None, typer.Argument(help="The message (STEER and INFO need "
@@ -346,11 +348,20 @@ def signal_(
     wait: Annotated[float | None, typer.Option("--wait", metavar="S", min=0.0, help="Block "
                                                "until handled; print the receipt (exit 124 "
                                                "on timeout).")] = None,
+    create: Annotated[bool, typer.Option("--create", help="Make the mailbox of a session "
+                                         "or folder nobody knows yet, instead of refusing."
+                                         )] = False,
+    store: StoreOpt = None,
 ) -> None:
-    """Post a live signal into a session's mailbox (atomically: tmp/, fsync, rename)."""
+    """Post a live signal into a session's mailbox (atomically: tmp/, fsync, rename).
+
+    An unknown session id or a folder without a mailbox is refused (exit 1), listing the
+    known sessions, unless --create.
+    """
     from interlock.runtime.cli.signals import send_signal
 
-    raise typer.Exit(send_signal(session_dir, kind, message, target, iteration, wait))
+    raise typer.Exit(send_signal(session, kind, message, target, iteration, wait,
+                                 create=create, store_url=store))
 
 
 mailbox_app = typer.Typer(help="Live-signal mailboxes.", no_args_is_help=True)
