@@ -85,7 +85,8 @@ def test_bad_input_gets_messages_and_exit_codes(cli: Cli, tmp_path: Path) -> Non
     reserved = cli("send", "nope", "after.lap.0", cwd=tmp_path)
     assert reserved.returncode == 2 and "reserved for the engine" in reserved.stderr
     no_bindings = cli("run", str(SPEC), "--bindings", "no_such_module_q", cwd=tmp_path)
-    assert no_bindings.returncode == 2 and "bindings module not found" in no_bindings.stderr
+    assert no_bindings.returncode == 2
+    assert "bindings module 'no_such_module_q' not found" in no_bindings.stderr
     for result in (missing, bad_data, not_object, bad_store, no_bindings):
         assert "Traceback" not in result.stderr
 
