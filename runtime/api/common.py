@@ -22,6 +22,7 @@ from interlock.runtime.engine.session import SessionError
 from interlock.runtime.engine.snapshot import SnapshotError
 from interlock.runtime.signals.model import SignalError
 from interlock.runtime.store import (
+    BadStoreURL,
     SessionNotFound,
     Store,
     StoreError,
@@ -44,7 +45,7 @@ def translated() -> Iterator[None]:
         raise StepFailed(str(exc)) from None
     except (SessionBusy, SpecChanged, SessionRunning, SessionOver, SessionClosed) as exc:
         raise Conflict(str(exc)) from None
-    except (BindingsError, SignalError) as exc:
+    except (BindingsError, SignalError, BadStoreURL) as exc:
         raise UsageError(str(exc)) from None
     except (SessionError, SnapshotError, StoreError) as exc:
         raise InterlockError(str(exc)) from None

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from interlock.machines import SpecError, build_ir, lint, load, loads
+from interlock.machines.context import did_you_mean
 from interlock.machines.diagnostics import Diagnostic, Mark, error, sort_diagnostics
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import InterlockError, UsageError
@@ -24,7 +25,7 @@ SPEC_SUFFIXES = (".yaml", ".yml")
 SKIPPED_DIRS = ("node_modules", "__pycache__")
 
 __all__ = ["SPEC_SUFFIXES", "Validation", "builtin_specs", "draw", "draw_all", "draw_session",
-           "expand_paths", "resolve_spec", "spec_schema", "validate"]
+           "existing_spec", "expand_paths", "resolve_spec", "spec_schema", "validate"]
 
 
 def _skipped(relative: Path) -> bool:
@@ -153,10 +154,21 @@ def _render(path: Path, fmt: DrawFormat, text: str | None = None,
         raise InterlockError(str(exc)) from None
 
 
+def existing_spec(spec: str | Path) -> Path:
+    """The spec file ``spec`` names (a path or a built-in spec name); UsageError naming it
+    (with the closest built-in name) when there is none."""
+    path = resolve_spec(str(spec))
+    if path.exists():
+        return path
+    close = did_you_mean(str(spec), [p.stem for p in builtin_specs()])
+    raise UsageError(f"no spec file {path} (nor a built-in spec of that name"
+                     + (f"; {close}" if close else "; `interlock specs` lists them") + ")")
+
+
 def draw(spec: str | Path, fmt: DrawFormat = "mermaid") -> bytes:
     """A spec file or built-in spec drawn as Mermaid, DOT, SVG or PNG (SpecError when the
-    spec has errors)."""
-    return _render(resolve_spec(str(spec)), fmt)
+    spec has errors, UsageError when there is no such spec)."""
+    return _render(existing_spec(spec), fmt)
 
 
 async def draw_session(session_id: str, fmt: DrawFormat = "mermaid", *,

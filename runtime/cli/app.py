@@ -71,7 +71,10 @@ def schema(
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise typer.Exit(fail(f"-o {out}: cannot write: {exc.strerror or exc}")) from None
         err.print(f"wrote {out}")
 
 
@@ -264,6 +267,8 @@ def demo(
         "interlock-demo"),
 ) -> None:
     """Run the offline demo on the built-in specs (no network, no real agent)."""
+    if workdir.exists() and not workdir.is_dir():
+        raise typer.Exit(fail(f"--dir {workdir}: not a folder", EXIT_USAGE))
     raise typer.Exit(runtime.run_demo(workdir))
 
 
@@ -448,6 +453,9 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except BrokenPipeError:
         code = 0
+    except OSError as exc:  # last resort: a file or folder the user named cannot be used
+        where = f"{exc.filename}: " if exc.filename else ""
+        code = fail(f"{where}{exc.strerror or exc}")
     sys.exit(code if isinstance(code, int) else 0)
 
 

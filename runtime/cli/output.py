@@ -21,8 +21,15 @@ EXIT_USAGE = 2
 
 
 def print_diagnostics(diagnostics: Iterable[Diagnostic]) -> None:
+    """Diagnostics as the command's output (validate): on stdout."""
     for diagnostic in diagnostics:
         print(diagnostic)
+
+
+def report_diagnostics(diagnostics: Iterable[Diagnostic]) -> None:
+    """Diagnostics as the reason a command failed: on stderr, one line each."""
+    for diagnostic in diagnostics:
+        sys.stderr.write(f"{diagnostic}\n")
 
 
 def print_json(diagnostics: Iterable[Diagnostic]) -> None:

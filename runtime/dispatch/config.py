@@ -81,6 +81,9 @@ class FlagError(ConfigError):
         super().__init__(diagnostics)
         self.message = message
 
+    def __str__(self) -> str:
+        return self.message
+
 
 def _range_error(message: str) -> PydanticCustomError:
     return PydanticCustomError(_RANGE, message)
@@ -200,20 +203,14 @@ class PollingConfiguration(BaseModel):
     output_memory_cap: ByteSize = Field(default=8 * MIB, alias="outputMemoryCap")
     output_format: OutputFormat = Field(default="yaml", alias="outputFormat")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_idle(cls, data: Any) -> Any:
-        """An unset idleTimeout is 60 s, or dispatchTimeout when that is shorter."""
-        if not isinstance(data, Mapping) or {"idleTimeout", "idle_timeout"} & set(data):
-            return data
-        timeout = data.get("dispatchTimeout", data.get("dispatch_timeout"))
-        try:
-            seconds = _duration(timeout)
-        except PydanticCustomError:  # reported by the field's own validation
-            return data
-        if seconds < DEFAULT_IDLE_TIMEOUT:
-            return {**data, "idleTimeout": seconds}
-        return data
+    @model_validator(mode="after")
+    def _default_idle(self) -> PollingConfiguration:
+        """An unset idleTimeout is 60 s, or dispatchTimeout when that is shorter. It stays
+        unset (not in ``model_fields_set``), so ``--timeout`` later derives it afresh."""
+        if "idle_timeout" not in self.model_fields_set and (
+                self.dispatch_timeout < self.idle_timeout):
+            object.__setattr__(self, "idle_timeout", self.dispatch_timeout)  # frozen model
+        return self
 
     @field_validator("dispatch_timeout")
     @classmethod

@@ -24,6 +24,7 @@ from interlock.runtime.store.base import (
 __all__ = [
     "DEFAULT_PATH",
     "AgentRecord",
+    "BadStoreURL",
     "CancelRequest",
     "DeadLetter",
     "InboxItem",
@@ -46,6 +47,10 @@ ACCEPTED = (
     "accepted stores: nothing (SQLite at ./.interlock/state.db), sqlite:///ABS/PATH.db,"
     " a file path ending in .db, or postgresql://USER:PASSWORD@HOST:PORT/DBNAME"
 )
+
+
+class BadStoreURL(StoreError):
+    """``--store`` names no kind of store interlock knows (a usage error, exit 2)."""
 
 
 class StoreMissing(StoreError):
@@ -76,11 +81,12 @@ def open_store(url: str | None, cwd: Path, *, create: bool = True) -> Store:
     if url.startswith("sqlite://"):
         path = url.removeprefix("sqlite://")
         if not path.startswith("/"):
-            raise StoreError(f"a sqlite:// URL takes an absolute path: {url!r}; {ACCEPTED}")
+            raise BadStoreURL(f"a sqlite:// URL takes an absolute path: {url!r} (--store); "
+                              f"{ACCEPTED}")
         return _sqlite(Path(path), create)
     if "://" not in url and url.endswith(".db"):
         return _sqlite(cwd / Path(url).expanduser(), create)
-    raise StoreError(f"unknown store {redact_url(url)!r}; {ACCEPTED}")
+    raise BadStoreURL(f"unknown store {redact_url(url)!r} (--store); {ACCEPTED}")
 
 
 def _sqlite(path: Path, create: bool) -> Store:

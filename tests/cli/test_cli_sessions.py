@@ -78,7 +78,7 @@ def test_bad_input_gets_messages_and_exit_codes(cli: Cli, tmp_path: Path) -> Non
     not_object = cli("send", "nope", "go", "--data", "[1]", cwd=tmp_path)
     assert not_object.returncode == 2 and "must be a JSON object" in not_object.stderr
     bad_store = cli("status", "--store", "mysql://x", cwd=tmp_path)
-    assert bad_store.returncode == 1 and "Traceback" not in bad_store.stderr
+    assert bad_store.returncode == 2 and "unknown store 'mysql://x' (--store)" in bad_store.stderr
     bad_id = cli("run", str(SPEC), "--session", "../escape", "--bindings", str(BINDINGS),
                  cwd=tmp_path)
     assert bad_id.returncode == 2 and "'../escape' is not a valid name" in bad_id.stderr

@@ -299,3 +299,15 @@ def test_overrides_check_against_the_configured_values() -> None:
         with_overrides(base, timeout=20)
     assert {d.message.split()[0] for d in caught.value.diagnostics} == {
         "pollingInterval", "idleTimeout"}
+
+
+def test_a_derived_idle_timeout_follows_a_timeout_flag(tmp_path: Path) -> None:
+    """interlock.yaml's dispatchTimeout 30 derives idleTimeout 30; `--timeout 5` derives 5."""
+    project = tmp_path / "interlock.yaml"
+    project.write_text("dispatch:\n  dispatchTimeout: 30\n")
+    base = load_dispatch_config(project)
+    assert base.idle_timeout == 30
+    assert with_overrides(base, timeout="5").idle_timeout == 5
+    explicit = parse_dispatch_config({"dispatchTimeout": 30, "idleTimeout": 20})
+    with pytest.raises(FlagError, match=r"^--timeout 5: idleTimeout must be at most "):
+        with_overrides(explicit, timeout="5")
