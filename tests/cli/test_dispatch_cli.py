@@ -81,7 +81,7 @@ def test_exit_codes_error_timeout_and_usage(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "interlock.yaml").write_text("dispatch:\n  pollingIntervall: 2\n")
     typo = cli("dispatch", "--", "true", cwd=tmp_path)
     assert typo.returncode == 2
-    assert "interlock.yaml:2:3: error D401" in typo.stdout
+    assert "interlock.yaml:2:3: error D401" in typo.stderr and typo.stdout == ""
     for result in (error, missing, timeout, bad, typo):
         assert "Traceback" not in result.stderr
 
