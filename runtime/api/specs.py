@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from interlock.machines import SpecError, build_ir, lint, load, loads
-from interlock.machines.context import did_you_mean
-from interlock.machines.diagnostics import Diagnostic, Mark, error, sort_diagnostics
+from interlock.machines.diagnostics import Diagnostic, Mark, did_you_mean, error, sort_diagnostics
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import InterlockError, UsageError
 from interlock.runtime.api.sessions import check_session_id

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from interlock.machines.context import did_you_mean
+from interlock.machines.diagnostics import did_you_mean
 from interlock.runtime.signals.model import SignalError, check_identifier
 from interlock.runtime.signals.session_feed import SESSIONS_DIR, session_dir
 
