@@ -124,7 +124,8 @@ LEAD_SPEC_ERRORS = ("run prints the spec's findings on stdout and `error: the sp
 LEAD_READ_ONLY = ("status/log open the store with create=True; expected open_store(..., "
                   "create=False): no .interlock/ made, `error: no session 'nope': no "
                   "session store at ...`")
-LEAD_CANCEL_RM = "no `cancel`/`rm` command yet"
+LEAD_RM_LIVE = ("rm of a live session says `is running (pid None); ... remove it with force`; "
+                "expected no 'None' and the option named: `... or remove it with --force`")
 
 MISTAKES: list[Mistake] = [
     # -- session ids ---------------------------------------------------------------------
@@ -238,9 +239,16 @@ MISTAKES: list[Mistake] = [
                  "expected exit 1: `error: session 'f1' is finished; nothing to resume`"),
     # -- cancel / rm ---------------------------------------------------------------------
     Mistake("cancel an unknown session", "finished", ("cancel", "nope"), 1,
-            r"error: no session 'nope'.*", keeps=True, todo=LEAD_CANCEL_RM),
+            r"error: no session 'nope'.*", keeps=True),
     Mistake("rm an unknown session", "finished", ("rm", "nope"), 1,
-            r"error: no session 'nope'.*", keeps=True, todo=LEAD_CANCEL_RM),
+            r"error: no session 'nope'.*", keeps=True),
+    Mistake("cancel a finished session", "finished", ("cancel", "f1"), 1,
+            r"error: session 'f1' is finished; there is nothing to cancel", keeps=True),
+    Mistake("cancel with an unsafe id", "finished", ("cancel", "../f1"), 2,
+            r"error: session id '\.\./f1' is not a valid name: .*", keeps=True),
+    Mistake("sessions of a store of an unknown scheme", "files",
+            ("sessions", "--store", "redis://x"), 2,
+            r"error: unknown store 'redis://x' \(--store\); accepted stores: .*", keeps=True),
     # -- stores --------------------------------------------------------------------------
     Mistake("a store URL of an unknown scheme", "files", ("status", "--store", "mysql://x"), 2,
             r"error: unknown store 'mysql://x' \(--store\); accepted stores: .*", keeps=True),
@@ -415,7 +423,8 @@ LIVE: list[Mistake] = [
             ("run", str(CRASHY), "--session", "s1", "--bindings", str(CRASHY_BINDINGS)), 1,
             r"error: session 's1' is being run by another runner; .*"),
     Mistake("rm of a live session without --force", "live", ("rm", "s1"), 1,
-            r"error: session 's1' is being run.*--force.*", todo=LEAD_CANCEL_RM),
+            r"error: session 's1' is running(?:(?!None).)*, or remove it with --force.*",
+            todo=LEAD_RM_LIVE),
 ]
 
 
