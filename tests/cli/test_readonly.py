@@ -11,9 +11,6 @@ from support.cli import Cli
 DOOR = ("machine: door\ninitial: closed\nstates:\n  closed: {on: {open: opened}}\n"
         "  opened: {on: {close: closed}}\n")
 BINDINGS = "BINDINGS = {'ring': print}\n"
-# status/log/sessions are the façade's (runtime/api/sessions.py): opened_store(..., create=False).
-FACADE = pytest.mark.xfail(strict=True, reason="status/log/sessions must open the store with "
-                           "open_store(url, cwd, create=False): StoreMissing -> no sessions")
 
 
 def _tree(root: Path) -> set[str]:
@@ -32,11 +29,11 @@ def _tree(root: Path) -> set[str]:
     ("diagram", "--session", "s1", "--store", "other.db"),
     ("specs",),
     ("schema",),
-    pytest.param(("status",), marks=FACADE),
-    pytest.param(("status", "s1"), marks=FACADE),
-    pytest.param(("status", "--json"), marks=FACADE),
-    pytest.param(("log", "s1"), marks=FACADE),
-    pytest.param(("sessions",), marks=FACADE),
+    ("status",),
+    ("status", "s1"),
+    ("status", "--json"),
+    ("log", "s1"),
+    ("sessions",),
     ("--version",),
     ("-h",),
     ("run", "-h"),
@@ -51,7 +48,6 @@ def test_a_read_only_command_creates_nothing(cli: Cli, tmp_path: Path,
     assert _tree(tmp_path) == before, result.stderr
 
 
-@FACADE
 @pytest.mark.parametrize("args", [("status",), ("status", "--json")])
 def test_status_without_a_store_is_no_sessions(cli: Cli, tmp_path: Path,
                                                args: tuple[str, ...]) -> None:
@@ -60,7 +56,6 @@ def test_status_without_a_store_is_no_sessions(cli: Cli, tmp_path: Path,
     assert list(tmp_path.iterdir()) == []
 
 
-@FACADE
 def test_log_and_diagram_of_a_session_without_a_store_are_unknown(cli: Cli,
                                                                   tmp_path: Path) -> None:
     for args in (("log", "s1"), ("diagram", "--session", "s1"), ("status", "s1")):
