@@ -253,6 +253,17 @@ class Store(Protocol):
     def agents(self) -> builtins.list[AgentRecord]:
         """Every record, by started_at then id: after a crash, the groups to stop."""
 
+    def stage_config(self, node: str, config: dict[str, Any], at: float) -> None:
+        """Write ``staged_configs[node]`` (seed 000), replacing any earlier one, atomically.
+        ``node`` need not name a session."""
+
+    def staged_config(self, node: str) -> dict[str, Any] | None:
+        """``staged_configs[node]``, or None when nothing is staged for it."""
+
+    def consume_staged_config(self, node: str) -> dict[str, Any] | None:
+        """Return ``staged_configs[node]`` and remove it in one transaction (None when
+        nothing is staged): of two consumers, exactly one gets it."""
+
     def close(self) -> None: ...
 
 
