@@ -32,6 +32,9 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "signals": ("post_signal", "wait_for_receipt", "consume_signals", "parse_signal_types",
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
     "demo": ("run_demo", "run_demo_agent", "DemoVerdict", "DemoAnswerFormat"),
+    "interview": ("review", "resume_review", "review_blocking", "resume_blocking", "staged",
+                  "consume_staged", "staged_prompt", "Outcome", "load_answers",
+                  "terminal_ui", "JsonLines", "ScriptedAnswers"),
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names}
@@ -93,6 +96,18 @@ if TYPE_CHECKING:
     from interlock.runtime.api.specs import resolve_spec as resolve_spec
     from interlock.runtime.api.specs import spec_schema as spec_schema
     from interlock.runtime.api.specs import validate as validate
+    from interlock.runtime.api.interview import JsonLines as JsonLines
+    from interlock.runtime.api.interview import Outcome as Outcome
+    from interlock.runtime.api.interview import ScriptedAnswers as ScriptedAnswers
+    from interlock.runtime.api.interview import load_answers as load_answers
+    from interlock.runtime.api.interview import terminal_ui as terminal_ui
+    from interlock.runtime.api.interview import consume_staged as consume_staged
+    from interlock.runtime.api.interview import resume_blocking as resume_blocking
+    from interlock.runtime.api.interview import resume_review as resume_review
+    from interlock.runtime.api.interview import review as review
+    from interlock.runtime.api.interview import review_blocking as review_blocking
+    from interlock.runtime.api.interview import staged as staged
+    from interlock.runtime.api.interview import staged_prompt as staged_prompt
 
 __all__ = sorted(_EXPORTS)
 
