@@ -33,18 +33,25 @@ class AnswersError(ValueError):
 
 
 def load_answers(path: Path) -> list[AnswerValue]:
-    """The answers in a YAML list file (keys, lists of keys, text)."""
-    from interlock.machines import SpecError
-    from interlock.machines.yamlsrc import parse_yaml
+    """The answers in a YAML list file (keys, lists of keys, text); AnswersError names
+    FILE:LINE:COL of what cannot be used."""
+    import yaml
+
+    from interlock.machines.yamlsrc import YamlRefused, load_yaml
 
     try:
-        document = parse_yaml(path.read_bytes(), str(path))
-    except OSError as exc:
-        raise AnswersError(f"{path}: cannot read the answers: {exc.strerror or exc}") from None
-    except SpecError as exc:
-        raise AnswersError(str(exc.diagnostics[0])) from None
-    data = document.data
-    if not isinstance(data, list):
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AnswersError(f"{path}: cannot read the answers: {exc}") from None
+    try:
+        data = load_yaml(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, YamlRefused) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else f"{path}"
+        raise AnswersError(f"{where}: not YAML: {getattr(exc, 'problem', None) or exc}"
+                           ) from None
+    if not isinstance(data, list) or not isinstance(node, yaml.SequenceNode):
         raise AnswersError(f"{path}:1:1: the answers are a YAML list (one item per question)")
     answers: list[AnswerValue] = []
     for index, item in enumerate(data):
@@ -57,9 +64,9 @@ def load_answers(path: Path) -> list[AnswerValue]:
         elif isinstance(item, str):
             answers.append(item)
         else:
-            mark = document.source.value((index,))
-            raise AnswersError(f"{mark.file}:{mark.line}:{mark.col}: answer {index + 1} must "
-                               "be a key, a list of keys or text")
+            mark = node.value[index].start_mark
+            raise AnswersError(f"{path}:{mark.line + 1}:{mark.column + 1}: answer {index + 1} "
+                               "must be a key, a list of keys or text")
     return answers
 
 
