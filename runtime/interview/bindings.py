@@ -16,6 +16,7 @@ from typing import Any
 from interlock.machines.bindings import Bindings, Call
 from interlock.runtime.interview.poller import Poller, Stage
 from interlock.runtime.interview.protocol import (
+    BACK,
     CLOSE_MENU,
     ISSUES,
     MULTI_SELECT,
@@ -49,7 +50,8 @@ def poller_bindings(poller: Poller, stage: StageConfig) -> Bindings:
         cached = ctx.get("questions") or {}
         if which not in cached:
             reply = poller.reply(which, ctx)
-            question = reply.questions[0].model_copy(update={"id": which})  # same id each time
+            back = (BACK,) if which == "narrow" else ()  # the top question has no Back
+            question = reply.questions[0].model_copy(update={"id": which, "back": back})
             ctx["questions"] = {**cached, which: question.to_json()}
         ctx["question"] = ctx["questions"][which]
 
@@ -101,7 +103,8 @@ def poller_bindings(poller: Poller, stage: StageConfig) -> Bindings:
         config = {"action": ctx.get("trigger") or "retry",
                   "corrections": list(ctx.get("corrections") or []),
                   "context_additions": list(ctx.get("context_additions") or []),
-                  "resolved_at": now_iso(call), "poller_id": ctx.get("poller_id") or ""}
+                  "resolved_at": now_iso(call),
+                  "poller_id": ctx.get("poller_id") or (call.session.id if call.session else "")}
         stage(node, config)
         ctx["staged_configs"] = {**(ctx.get("staged_configs") or {}), node: config}
 
