@@ -271,15 +271,21 @@ def _menu_choice(choice: str, request: ReviewRequest, front: FrontEnd, machines:
             "model": model, "harness": harness,
             "tools": [t.strip() for t in tools.split(",") if t.strip() and t.strip() != "-"]})
         return Outcome("configured", None, menu.session.context["staged_configs"].get(node))
+    from interlock.runtime.engine.faults import StepFailed
+
     menu.send(choice)
     poller_id = str(menu.session.context["poller_id"])
-    poller = machines.open("poller_interview", poller_id,
-                           poller_bindings(machines.poller, machines.stage),
-                           {"trigger": choice, "source_node": node, "unit": request.unit,
-                            "poller_id": poller_id, "output": request.output,
-                            "max_rounds": request.max_rounds,
-                            "idle_timeout": request.idle_timeout,
-                            "menu_session": menu.session_id})
+    try:
+        poller = machines.open("poller_interview", poller_id,
+                               poller_bindings(machines.poller, machines.stage),
+                               {"trigger": choice, "source_node": node, "unit": request.unit,
+                                "poller_id": poller_id, "output": request.output,
+                                "max_rounds": request.max_rounds,
+                                "idle_timeout": request.idle_timeout,
+                                "menu_session": menu.session_id})
+    except StepFailed as exc:  # the first question could not be had from the agent
+        menu.send("aborted")
+        return Outcome("failed", poller_id, None, message=str(exc))
     try:
         outcome = drive_interview(poller, front)
     finally:

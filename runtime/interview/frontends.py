@@ -80,7 +80,7 @@ class ScriptedAnswers:
         self.answers = list(answers)
         self.source = source
         self.position = 0
-        self.asked: list[tuple[str, Question]] = []
+        self.asked: list[tuple[str, Question, AnswerValue | None]] = []
         self.out = out
         self.on_ask = on_ask
 
@@ -90,7 +90,7 @@ class ScriptedAnswers:
 
     def ask(self, question: Question, *, session: str, default: AnswerValue | None,
             deadline: float | None) -> AnswerValue:
-        self.asked.append((session, question))
+        self.asked.append((session, question, default))
         if self.on_ask is not None:
             self.on_ask(question, deadline)  # a test moves the clock here
         if self.position >= len(self.answers):
