@@ -49,24 +49,28 @@ def run_review(output: str | None, node: str | None, agent: str | None, answers:
             raise runtime.UsageError("use one of --answers FILE and --json")
         if max_rounds < 1:
             raise runtime.UsageError("--max-rounds must be at least 1")
+        text = ""
+        if resume is None:
+            if output is None or node is None:
+                raise runtime.UsageError("use: interlock review OUTPUT --node NODE "
+                                         "(or --resume POLLER_ID)")
+            text = _read_output(output)
         scripted = runtime.load_answers(answers) if answers is not None else None
         front: Any = runtime.JsonLines() if as_json else None
         if front is None and scripted is not None:
             front = runtime.ScriptedAnswers(scripted, source=str(answers),
                                             out=sys.stdout)
         if front is None:
-            if not sys.stdin.isatty():
+            if output == "-" or not sys.stdin.isatty():
                 raise runtime.UsageError("the terminal UI needs a terminal: use --answers "
                                          "FILE or --json")
             front = runtime.terminal_ui()
         if resume is not None:
             outcome = runtime.resume_blocking(resume, front=front, agent=agent, store=store)
         else:
-            if output is None or node is None:
-                raise runtime.UsageError("use: interlock review OUTPUT --node NODE "
-                                         "(or --resume POLLER_ID)")
+            assert node is not None
             outcome = runtime.review_blocking(
-                _read_output(output), node, front=front, agent=agent, unit=unit,
+                text, node, front=front, agent=agent, unit=unit,
                 store=store, max_rounds=max_rounds,
                 answer_timeout=_seconds(answer_timeout))
         if not as_json:
