@@ -41,8 +41,7 @@ class TerminalUI:
                                  title_align="left"))
 
     def finish(self, outcome: Outcome) -> None:
-        self.console.print(f"[bold]{outcome.resolution}[/]"
-                           + (f" (poller {outcome.poller_id})" if outcome.poller_id else ""))
+        return None  # the caller says how it ended (the CLI: one line on stderr)
 
     def ask(self, question: Question, *, session: str, default: AnswerValue | None,
             deadline: float | None) -> AnswerValue:
@@ -95,6 +94,7 @@ def _choice_app(question: Question, default: AnswerValue | None) -> Application[
     if question.kind == "confirm":
         shortcuts = {"y": "yes", "Y": "yes", "n": "no", "N": "no"}
     backs = set(question.back)
+    shown = {key: char for char, key in shortcuts.items() if char == char.upper()}
 
     def text() -> FormattedText:
         lines: list[tuple[str, str]] = [("bold", f"? {question.prompt}\n")]
@@ -102,7 +102,7 @@ def _choice_app(question: Question, default: AnswerValue | None) -> Application[
             mark = "> " if index == cursor[0] else "  "
             box = ("[x] " if option.key in ticked else "[ ] ") if multi else ""
             style = "reverse" if index == cursor[0] else ""
-            lines.append((style, f"{mark}{box}{option.key}. {option.label}\n"))
+            lines.append((style, f"{mark}{box}{shown[option.key]}. {option.label}\n"))
         hint = "[A-C] Toggle   [X] Confirm" if multi else "Enter or key: select"
         if backs:
             hint += f"   [{'/'.join([*sorted(backs - {BACK}), '<'])}] Back"
