@@ -59,6 +59,18 @@ if TYPE_CHECKING:
     from interlock.runtime.api.errors import NotFound as NotFound
     from interlock.runtime.api.errors import StepFailed as StepFailed
     from interlock.runtime.api.errors import UsageError as UsageError
+    from interlock.runtime.api.interview import JsonLines as JsonLines
+    from interlock.runtime.api.interview import Outcome as Outcome
+    from interlock.runtime.api.interview import ScriptedAnswers as ScriptedAnswers
+    from interlock.runtime.api.interview import consume_staged as consume_staged
+    from interlock.runtime.api.interview import load_answers as load_answers
+    from interlock.runtime.api.interview import resume_blocking as resume_blocking
+    from interlock.runtime.api.interview import resume_review as resume_review
+    from interlock.runtime.api.interview import review as review
+    from interlock.runtime.api.interview import review_blocking as review_blocking
+    from interlock.runtime.api.interview import staged as staged
+    from interlock.runtime.api.interview import staged_prompt as staged_prompt
+    from interlock.runtime.api.interview import terminal_ui as terminal_ui
     from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
     from interlock.runtime.api.sessions import RunResult as RunResult
     from interlock.runtime.api.sessions import SendReceipt as SendReceipt
@@ -96,18 +108,6 @@ if TYPE_CHECKING:
     from interlock.runtime.api.specs import resolve_spec as resolve_spec
     from interlock.runtime.api.specs import spec_schema as spec_schema
     from interlock.runtime.api.specs import validate as validate
-    from interlock.runtime.api.interview import JsonLines as JsonLines
-    from interlock.runtime.api.interview import Outcome as Outcome
-    from interlock.runtime.api.interview import ScriptedAnswers as ScriptedAnswers
-    from interlock.runtime.api.interview import load_answers as load_answers
-    from interlock.runtime.api.interview import terminal_ui as terminal_ui
-    from interlock.runtime.api.interview import consume_staged as consume_staged
-    from interlock.runtime.api.interview import resume_blocking as resume_blocking
-    from interlock.runtime.api.interview import resume_review as resume_review
-    from interlock.runtime.api.interview import review as review
-    from interlock.runtime.api.interview import review_blocking as review_blocking
-    from interlock.runtime.api.interview import staged as staged
-    from interlock.runtime.api.interview import staged_prompt as staged_prompt
 
 __all__ = sorted(_EXPORTS)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import NotFound, UsageError
-from interlock.runtime.engine.clock import Clock
+from interlock.runtime.engine.clock import Clock, SystemClock
 from interlock.runtime.interview.driver import (
     EXIT_CODES,
     FrontEnd,
@@ -92,7 +92,7 @@ def review_blocking(
     poller = _poller(agent, base)
     request = ReviewRequest(node, output, unit, max_rounds, answer_timeout, menu_id)
     with opened_store(store, base) as opened, translated():
-        machines = Machines(opened, base, poller, **({"clock": clock} if clock else {}))
+        machines = Machines(opened, base, poller, clock or SystemClock())
         return _review(request, _front(front, answers), machines)
 
 
@@ -108,7 +108,7 @@ def resume_blocking(
     check_session_id(poller_id)
     poller = _poller(agent, base)
     with opened_store(store, base) as opened, translated():
-        machines = Machines(opened, base, poller, **({"clock": clock} if clock else {}))
+        machines = Machines(opened, base, poller, clock or SystemClock())
         if not machines.taken(poller_id):
             raise NotFound(f"no poller interview {poller_id!r} in {opened.url}")
         if opened.get(poller_id).spec_name != "poller_interview":

@@ -5,20 +5,22 @@ Correct."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from interlock.machines.bindings import Bindings
 from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
-from interlock.runtime.interview.bindings import poller_bindings
+from interlock.runtime.interview.bindings import StageConfig, poller_bindings
 from interlock.runtime.interview.poller import AgentPoller, choose_agent
 
 
-def stager(setup: BuiltinSetup):  # type: ignore[no-untyped-def]
+def stager(setup: BuiltinSetup) -> StageConfig:
     """Write staged_configs[node] to the session's store (the default one at the root,
     unless the setup's options name a store URL)."""
     from interlock.runtime.store import open_store
 
     url = setup.options.get("store")
 
-    def stage(node: str, config: dict[str, object]) -> None:
+    def stage(node: str, config: dict[str, Any]) -> None:
         import time
 
         store = open_store(url if isinstance(url, str) else None, setup.root)

@@ -44,10 +44,10 @@ def bindings(setup: BuiltinSetup) -> Bindings:
 
 def _interview(poller_id: str, context: dict[str, Any], root: Path) -> str:
     """Run the forked interview to its end with the scripted answers; its resolution."""
+    from interlock.runtime.interview.bindings import poller_bindings
     from interlock.runtime.interview.driver import Machines, drive_interview
     from interlock.runtime.interview.frontends import ScriptedAnswers
     from interlock.runtime.interview.poller import AgentPoller, choose_agent
-    from interlock.runtime.interview.bindings import poller_bindings
     from interlock.runtime.store import open_store
 
     store = open_store(None, root)

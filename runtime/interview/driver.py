@@ -23,7 +23,6 @@ from interlock.runtime.engine.runner import Runner
 from interlock.runtime.interview.bindings import menu_bindings, new_poller_id, poller_bindings
 from interlock.runtime.interview.poller import Poller
 from interlock.runtime.interview.protocol import (
-    BACK,
     CLOSE_EVENTS,
     ECHO_EVENTS,
     ISSUES,

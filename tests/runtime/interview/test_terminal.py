@@ -9,7 +9,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pexpect
 import pyte
