@@ -34,7 +34,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "demo": ("run_demo", "run_demo_agent", "DemoVerdict", "DemoAnswerFormat"),
     "interview": ("review", "resume_review", "review_blocking", "resume_blocking", "staged",
                   "consume_staged", "staged_prompt", "Outcome", "load_answers",
-                  "terminal_ui", "JsonLines", "ScriptedAnswers"),
+                  "terminal_ui", "JsonLines", "ScriptedAnswers", "task_node"),
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names}
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.interview import review_blocking as review_blocking
     from interlock.runtime.api.interview import staged as staged
     from interlock.runtime.api.interview import staged_prompt as staged_prompt
+    from interlock.runtime.api.interview import task_node as task_node
     from interlock.runtime.api.interview import terminal_ui as terminal_ui
     from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
     from interlock.runtime.api.sessions import RunResult as RunResult

@@ -33,7 +33,7 @@ from interlock.runtime.interview.protocol import AnswerValue, Question
 
 __all__ = ["EXIT_CODES", "FrontEnd", "JsonLines", "Outcome", "Question", "ScriptedAnswers",
            "consume_staged", "load_answers", "resume_review", "review", "staged",
-           "staged_prompt", "terminal_ui"]
+           "staged_prompt", "task_node", "terminal_ui"]
 
 
 def load_answers(path: Path | str) -> list[AnswerValue]:
@@ -146,6 +146,13 @@ async def consume_staged(node: str, *, store: str | None = None,
     _check_node(node)
     with opened_store(store, root_of(root)) as opened, translated():
         return await asyncio.to_thread(opened.consume_staged_config, node)
+
+
+def task_node(session_id: str, task_id: str) -> str:
+    """The node a Ralph task's review stages under: ``<session>-<task>``."""
+    node = f"{session_id}-{task_id}"
+    _check_node(node)
+    return node
 
 
 def staged_prompt(config: Mapping[str, Any]) -> str:

@@ -186,3 +186,15 @@ def test_resume_asks_the_next_unanswered_question(tmp_path: Path) -> None:
 def test_resume_of_an_unknown_interview_is_not_found(tmp_path: Path) -> None:
     with pytest.raises(runtime.NotFound):
         runtime.resume_blocking("poller-9-001", answers=[], root=tmp_path)
+
+
+def test_the_unit_consumes_a_staged_correction_into_its_prompt(tmp_path: Path) -> None:
+    node = runtime.task_node("ralph-1a2b", "T3")
+    assert node == "ralph-1a2b-T3"
+    runtime.review_blocking(OUTPUT, node, answers=SEED_ANSWERS, root=tmp_path)
+    config = runtime.sync.consume_staged(node, root=tmp_path)
+    assert config is not None and runtime.sync.consume_staged(node, root=tmp_path) is None
+    prompt = runtime.staged_prompt(config)
+    assert prompt.startswith("Previous output was corrected by the player (action: retry")
+    assert "Correction: Focus on 36-hex render time specifically" in prompt
+    assert "Additional context: wiki/research/sprite-formats.md#performance" in prompt
