@@ -198,3 +198,36 @@ def test_the_unit_consumes_a_staged_correction_into_its_prompt(tmp_path: Path) -
     assert prompt.startswith("Previous output was corrected by the player (action: retry")
     assert "Correction: Focus on 36-hex render time specifically" in prompt
     assert "Additional context: wiki/research/sprite-formats.md#performance" in prompt
+
+
+def test_json_lines_time_out_by_the_clock_and_eof_aborts(tmp_path: Path) -> None:
+    import io
+    import json
+    import os
+
+    clock = ManualClock()
+
+    class Screen(io.StringIO):
+        def write(self, text: str) -> int:
+            if '"id": "narrow"' in text:
+                clock.advance(120)  # the player walks away at the narrowing question
+            return super().write(text)
+
+    read, write = os.pipe()
+    os.write(write, b'{"id": "menu", "answer": "retry"}\n{"id": "category", "answer": "A"}\n')
+    out = Screen()
+    with os.fdopen(read) as stdin:
+        front = runtime.JsonLines(stdin=stdin, stdout=out, clock=clock)
+        outcome = runtime.review_blocking(OUTPUT, "node_14", front=front, root=tmp_path,
+                                          clock=clock, answer_timeout=60)
+        os.close(write)
+    assert (outcome.resolution, outcome.exit_code) == ("timed_out", 4)
+    last = json.loads(out.getvalue().splitlines()[-1])
+    assert last == {"resolution": "timed_out", "poller_id": "poller-14-001", "staged": None}
+
+    read, write = os.pipe()
+    os.close(write)  # EOF at once: abort
+    with os.fdopen(read) as stdin:
+        front = runtime.JsonLines(stdin=stdin, stdout=io.StringIO())
+        assert runtime.review_blocking(OUTPUT, "node_15", front=front,
+                                       root=tmp_path).resolution == "aborted"
