@@ -100,19 +100,19 @@ class Machines:
     def stage(self, node: str, config: dict[str, Any]) -> None:
         self.store.stage_config(node, config, self.clock.now())
 
-    def open(self, spec: str, session_id: str | None, bindings: Bindings,
+    def open(self, spec: str, session_id: str, bindings: Bindings,
              context: Mapping[str, Any] | None = None) -> Runner:
+        """A runner holding the session: created with ``context``, or (None) resumed."""
         from interlock.runtime.builtin.specs import resolve_spec
         from interlock.runtime.signals.session_feed import session_dir
 
         path = resolve_spec(spec)
         text = path.read_text(encoding="utf-8") if context is not None else None
-        sid = session_id
-        assert sid is not None
-        bound = with_session(bindings, SessionContext.of(sid, session_dir(self.root, sid),
-                                                         self.clock))
-        runner, _ = Runner.open(self.store, text, str(path), session_id=sid, bindings=bound,
-                                clock=self.clock, context=context, ttl=self.ttl)
+        folder = session_dir(self.root, session_id)
+        bound = with_session(bindings, SessionContext.of(session_id, folder, self.clock))
+        runner, _ = Runner.open(self.store, text, str(path), session_id=session_id,
+                                bindings=bound, clock=self.clock, context=context,
+                                ttl=self.ttl)
         return runner
 
     def taken(self, session_id: str) -> bool:

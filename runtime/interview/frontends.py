@@ -4,7 +4,8 @@
 menu choice: an option key, a list of keys for a multi-select, or text. ``<`` is Back,
 ``abort`` aborts; the list running out aborts too.
 
-``--json``: each question is one JSON line on stdout, ``{"session", "question"...}``; each
+``--json``: the first line is ``{"node", "output"}`` (what is reviewed); then each question
+is one JSON line on stdout, ``{"session", "id", "kind", "prompt", "options", "back"}``; each
 answer one line on stdin, ``{"id": QUESTION_ID, "answer": KEY | [KEYS] | TEXT}``, or
 ``{"id": ..., "abort": true}``; EOF on stdin aborts. An answer that does not fit is told
 (``{"error": ..., "id": ...}``) and the question asked again. The last line is

@@ -113,10 +113,9 @@ class AgentPoller:
         (result,) = asyncio.run(dispatch_all([command], config,
                                              spill_dir=self.root / ".interlock" / "dispatch"))
         if not result.polling.success:
-            reason = result.error or result.polling.stderr.strip().splitlines()[-1:] or [
-                result.polling.status]
-            raise PollerFailed(f"the poller agent failed ({result.polling.status}): "
-                               f"{reason if isinstance(reason, str) else reason[0]}")
+            last = result.polling.stderr.strip().splitlines()[-1:]
+            reason = result.error or (last[0] if last else result.polling.status)
+            raise PollerFailed(f"the poller agent failed ({result.polling.status}): {reason}")
         answer = read_result(self.config, result).answer
         found = check_document(answer, output_format=config.output_format,
                                required_field="questions", min_output_length=1)
