@@ -54,6 +54,9 @@ def run_review(output: str | None, node: str | None, agent: str | None, answers:
             if output is None or node is None:
                 raise runtime.UsageError("use: interlock review OUTPUT --node NODE "
                                          "(or --resume POLLER_ID)")
+            if output == "-" and as_json:
+                raise runtime.UsageError("--json reads the answers from stdin: give OUTPUT as "
+                                         "a file, not -")
             text = _read_output(output)
         scripted = runtime.load_answers(answers) if answers is not None else None
         front: Any = runtime.JsonLines() if as_json else None

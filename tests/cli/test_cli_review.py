@@ -158,6 +158,7 @@ def test_exit_codes_and_user_mistakes(cli: Cli, tmp_path: Path) -> None:
         (("review", "--resume", "poller-9-009", "--answers", "answers.yaml"),
          "no poller interview 'poller-9-009'"),
         (("review", "out.md", "--node", "n"), "needs a terminal"),
+        (("review", "-", "--node", "n", "--json"), "give OUTPUT as a file"),
     ]:
         result = run(*args)
         assert result.returncode in (1, 2), (args, result.stderr)
