@@ -36,6 +36,9 @@ _MODULES: dict[str, tuple[str, ...]] = {
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
               "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox"),
     "demo": ("run_demo", "run_demo_agent", "DemoVerdict", "DemoAnswerFormat"),
+    "interview": ("review", "resume_review", "review_blocking", "resume_blocking", "staged",
+                  "consume_staged", "staged_prompt", "Outcome", "load_answers",
+                  "terminal_ui", "JsonLines", "ScriptedAnswers", "task_node"),
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names}
@@ -74,6 +77,19 @@ if TYPE_CHECKING:
     from interlock.runtime.api.inbox import serve_inbox as serve_inbox
     from interlock.runtime.api.inbox import set_enabled as set_enabled
     from interlock.runtime.api.inbox import set_interval as set_interval
+    from interlock.runtime.api.interview import JsonLines as JsonLines
+    from interlock.runtime.api.interview import Outcome as Outcome
+    from interlock.runtime.api.interview import ScriptedAnswers as ScriptedAnswers
+    from interlock.runtime.api.interview import consume_staged as consume_staged
+    from interlock.runtime.api.interview import load_answers as load_answers
+    from interlock.runtime.api.interview import resume_blocking as resume_blocking
+    from interlock.runtime.api.interview import resume_review as resume_review
+    from interlock.runtime.api.interview import review as review
+    from interlock.runtime.api.interview import review_blocking as review_blocking
+    from interlock.runtime.api.interview import staged as staged
+    from interlock.runtime.api.interview import staged_prompt as staged_prompt
+    from interlock.runtime.api.interview import task_node as task_node
+    from interlock.runtime.api.interview import terminal_ui as terminal_ui
     from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
     from interlock.runtime.api.sessions import RunResult as RunResult
     from interlock.runtime.api.sessions import SendReceipt as SendReceipt

@@ -432,6 +432,54 @@ def demo_agent(
                                     fail=fail_, prompt=prompt, fmt=fmt, end_marker=end_marker))
 
 
+@app.command()
+def review(
+    output: Annotated[str | None, typer.Argument(help="The unit's output: a file, or - for "
+                                                 "stdin.")] = None,
+    node: Annotated[str | None, typer.Option("--node", help="The node whose output it is "
+                                             "(key into staged_configs).")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="The poller "
+                                              "agent in interlock.yaml (default: poller, "
+                                              "else the demo questioner).")] = None,
+    answers: Annotated[Path | None, typer.Option("--answers", metavar="FILE", help="A YAML "
+                                                 "list of answers in the order asked.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Questions as JSON lines on stdout, "
+                                          "answers as JSON lines on stdin.")] = False,
+    resume_id: Annotated[str | None, typer.Option("--resume", metavar="POLLER_ID",
+                                                  help="Continue a killed interview.")] = None,
+    unit: Annotated[str, typer.Option("--unit", help="The unit that owns the node.")] = "",
+    answer_timeout: Annotated[str, typer.Option("--answer-timeout", metavar="DURATION",
+                                                help="How long one question waits.")] = "10m",
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Interpretations before "
+                                            "the poller gives up.")] = 8,
+    store: StoreOpt = None,
+) -> None:
+    """Review a unit's output: accept, retry, deepen, redirect, config or route.
+
+    Retry, deepen and redirect fork a poller interview that stages a correction in
+    staged_configs[NODE]. Exit 0 resolved (or accepted, configured, routed), 1 failed,
+    3 aborted, 4 timed out, 5 round limit.
+    """
+    from interlock.runtime.cli.review import run_review
+
+    raise typer.Exit(run_review(output, node, agent, answers, as_json, resume_id, unit, store,
+                                answer_timeout, max_rounds))
+
+
+@app.command()
+def staged(
+    node: Annotated[str, typer.Argument(help="The node (e.g. node_14).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print it as JSON.")] = False,
+    consume: Annotated[bool, typer.Option("--consume", help="Print it as JSON and remove it "
+                                          "(one transaction).")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Show the staged config of NODE (exit 1 when nothing is staged)."""
+    from interlock.runtime.cli.review import run_staged
+
+    raise typer.Exit(run_staged(node, as_json, consume, store))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user mistakes end with one line and an exit code, never a trace.
 
