@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from interlock.machines import build_ir, loads
+from interlock.machines import build_ir, check_context, load_checked, loads
 from interlock.machines.bindings import Bindings, Call
+from interlock.machines.context import context_message
 from interlock.machines.events import reserved_reason
 from interlock.machines.ir import MachineIR, TransitionKind
 from interlock.runtime.api.common import opened_store, root_of, translated
-from interlock.runtime.api.errors import Conflict, UsageError
+from interlock.runtime.api.errors import Conflict, NotFound, UsageError
 from interlock.runtime.builtin.machines import (
     Builtin,
     BuiltinSetup,
@@ -30,7 +31,6 @@ from interlock.runtime.builtin.machines import (
     builtin_names,
     is_builtin_spec,
 )
-from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.engine.bindings_loader import load_bindings
 from interlock.runtime.engine.context import SessionContext as SessionContext
 from interlock.runtime.engine.context import with_session
@@ -208,12 +208,11 @@ def _in_session(bindings: Bindings, session_id: str, root: Path) -> Bindings:
 
 
 def _read_spec(spec: str | Path) -> tuple[str, str]:
-    path = resolve_spec(str(spec))
+    from interlock.runtime.api.specs import existing_spec
+
+    path = existing_spec(spec)
     try:
         return path.read_text(encoding="utf-8"), str(path)
-    except FileNotFoundError:
-        raise UsageError(f"no spec file {path} (nor a built-in spec of that name; "
-                         "`interlock specs` lists them)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read spec {path}: {exc}") from None
 
@@ -298,7 +297,11 @@ async def start(
     if session_id is not None:
         check_session_id(session_id)
     text, path = _read_spec(spec)
-    machine = build_ir(loads(text, path)).name
+    ir = load_checked(text, file=path)
+    machine = ir.name
+    problems = check_context(ir, context or {})
+    if problems:
+        raise UsageError(context_message(problems))
     builtin = builtin_for(machine) if is_builtin_spec(Path(path)) else None
     if demo and (builtin is None or builtin.demo is None):
         why = f"{path} is not one of them" if builtin is None else f"{machine} has no demo"
@@ -416,6 +419,8 @@ async def resume(
         await asyncio.to_thread(_reap, opened, on_note)
         with translated():
             row = await asyncio.to_thread(opened.get, session_id)
+        if row.status in ("finished", "cancelled"):
+            raise Conflict(f"session {session_id!r} is {row.status}; nothing to resume")
         builtin = builtin_for(row.spec_name) if is_builtin_spec(Path(row.spec_path)) else None
         bound = _in_session(_bindings_for(builtin, bindings, row.spec_text, row.spec_path,
                                           allow_unbound, False, session_id, base, on_note),
@@ -440,6 +445,8 @@ def _send(store: Store, session_id: str, event: str, data: dict[str, Any],
     info = _info(store, row, time.time())
     if info.status in ("finished", "cancelled"):
         raise Conflict(f"session {session_id} is {info.status}; it takes no events")
+    if info.status != "running":
+        _check_event_of(row, event)
     item = store.enqueue(session_id, event, data, time.time())
     if info.status != "running":
         return SendReceipt(session_id, event, "queued", info.active,
@@ -461,6 +468,21 @@ def _send(store: Store, session_id: str, event: str, data: dict[str, Any],
         return SendReceipt(session_id, event, "taken", entry.after)
     return SendReceipt(session_id, event, "taken", _info(store, store.get(session_id),
                                                          time.time()).active)
+
+
+def _check_event_of(row: SessionRow, event: str) -> None:
+    """Refuse an event no state of the session's machine ever takes (queued for a stopped
+    session it would only be rejected later, far from the typo)."""
+    from interlock.machines.diagnostics import did_you_mean
+    from interlock.machines.events import descriptor_matches
+
+    ir = build_ir(loads(row.spec_text, row.spec_path))
+    if any(descriptor_matches(d, event) for d in ir.events):
+        return
+    hint = did_you_mean(event, ir.events)
+    raise Conflict(f"event {event!r} is not an event of machine {row.spec_name!r}"
+                   + (f" ({hint})" if hint else "")
+                   + f"; it takes: {', '.join(ir.events) or 'none'}")
 
 
 async def send(session_id: str, event: str, data: Mapping[str, Any] | None = None, *,
@@ -485,7 +507,8 @@ async def status(session_id: str, *, store: str | None = None,
                  root: Path | str | None = None) -> SessionInfo:
     """One session as it stands."""
     check_session_id(session_id)
-    with opened_store(store, root_of(root)) as opened, translated():
+    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
+            translated():
         row = await asyncio.to_thread(opened.get, session_id)
         return await asyncio.to_thread(_info, opened, row, time.time())
 
@@ -498,15 +521,19 @@ async def sessions(*, store: str | None = None,
         return [_info(opened, item.row, now, item.info)
                 for item in list_sessions(opened, now)]
 
-    with opened_store(store, root_of(root)) as opened, translated():
-        return await asyncio.to_thread(listed, opened)
+    try:
+        with opened_store(store, root_of(root), create=False) as opened, translated():
+            return await asyncio.to_thread(listed, opened)
+    except NotFound:  # no store here: nothing has run, so there are no sessions
+        return []
 
 
 async def log(session_id: str, *, after_seq: int = -1, store: str | None = None,
               root: Path | str | None = None) -> list[JournalEntry]:
     """The session's journal entries with seq > ``after_seq`` (all by default), in order."""
     check_session_id(session_id)
-    with opened_store(store, root_of(root)) as opened, translated():
+    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
+            translated():
         await asyncio.to_thread(opened.get, session_id)
         return await asyncio.to_thread(opened.journal, session_id, after_seq)
 
@@ -515,7 +542,8 @@ async def follow(session_id: str, *, poll: float = 0.2, store: str | None = None
                  root: Path | str | None = None) -> AsyncIterator[JournalEntry]:
     """The journal, then each new entry as it is committed, until the session ends."""
     check_session_id(session_id)
-    with opened_store(store, root_of(root)) as opened, translated():
+    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
+            translated():
         seen = -1
         while True:
             for entry in await asyncio.to_thread(opened.journal, session_id, seen):
