@@ -252,8 +252,8 @@ async def _drive(runner: Runner, feed: Any, created: bool, stop: asyncio.Event |
     def stepped(step: Step) -> None:
         if on_step is not None:
             on_step(step)
-        if feed is not None and step.before != step.after:
-            feed.stepped()
+        if feed is not None and step.accepted:
+            feed.stepped()  # signals waiting in inputs/ may be taken now; polled may be due
 
     if feed is not None:
         feed.start()
