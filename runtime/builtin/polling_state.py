@@ -26,6 +26,7 @@ it as before.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -37,6 +38,7 @@ from interlock.runtime.dispatch.polling import AgentCommand, Dispatch, new_dispa
 from interlock.runtime.dispatch.process import SpawnOptions
 
 FINAL_STATES = ("completed", "timeout", "error")
+log = logging.getLogger(__name__)
 
 
 def config_of(context: Mapping[str, Any]) -> PollingConfiguration:
@@ -108,6 +110,17 @@ class SessionDispatch(Dispatch):
 
     def _finished(self) -> bool:
         return self._ended
+
+    def _guarded(self, callback: Callable[..., None], *args: Any) -> None:
+        """A loop callback (a read, a tick, the exit): a failure (the store unreachable,
+        say) is logged and told, and the session's own timers still bound the run."""
+        try:
+            callback(*args)
+        except Exception as exc:
+            log.exception("polling_state %s: %s failed", self.setup.session_id,
+                          getattr(callback, "__name__", "callback"))
+            if self.port.note is not None:
+                self.port.note(f"{self.setup.session_id}: {type(exc).__name__}: {exc}")
 
     def _begin(self, context: Mapping[str, Any]) -> None:
         """Start the agent the context names, with the ticks that follow it: a fresh

@@ -136,6 +136,7 @@ class Runner:
         # for the session in it, since the commit of this seq (None: no mailbox).
         self.mailbox_clear: Callable[[int], bool] | None = None
         self._polled_in: tuple[str, ...] | None = None  # polled raised, configuration kept
+        self._polled_off = -1  # the seq at which polled would fire no transition
         self.outcome: RunOutcome | None = None  # set once failed, cancelled or removed
         self._revive: list[DeadLetter] = []  # dead letters to retry before the inbox
         self._cancel: CancelRequest | None = None  # seen while a step was under way
@@ -276,10 +277,11 @@ class Runner:
         if self.session.is_final or self.outcome is not None or self._cancel is not None:
             return []
         active = self.session.active
-        if self._polled_in == active or not self.session.enabled(POLLED):
-            return []
         clear = self.mailbox_clear
-        if clear is not None and not clear(self.seq):
+        if self._polled_in == active or (clear is not None and not clear(self.seq)):
+            return []
+        if self._polled_off == self.seq or not self.session.enabled(POLLED):
+            self._polled_off = self.seq  # not until the next commit changes the context
             return []
         if self.store.inbox(self.session_id):
             return []  # events came in meanwhile: they go first (next pump)
