@@ -362,6 +362,11 @@ def mailbox_consume(
                              scan_interval))
 
 
+from interlock.runtime.cli.inbox import inbox_app  # noqa: E402
+
+app.add_typer(inbox_app, name="inbox")
+
+
 @app.command("demo-agent")
 def demo_agent(
     role: Annotated[str, typer.Option("--role", help="The reviewer persona: TECHLEAD, SECURITY, "
