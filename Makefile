@@ -46,4 +46,4 @@ diagrams: $(STAMP)
 	$(BIN)/interlock schema -o specs/interlock-spec.schema.json
 
 clean:
-	rm -rf $(VENV) build dist .cache .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist .cache .mypy_cache .ruff_cache .pytest_cache .hypothesis interlock-demo

@@ -27,9 +27,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "specs": ("validate", "Validation", "draw", "draw_session", "draw_all", "spec_schema",
               "builtin_specs", "resolve_spec"),
     "dispatching": ("dispatch_agents", "dispatch_config", "AgentCommand", "DispatchResult",
-                    "PollingConfiguration", "SpawnOptions", "ConfigError",
+                    "PollingConfiguration", "SpawnOptions", "ConfigError", "FlagError",
                     "parse_dispatch_config"),
-    "signals": ("post_signal", "wait_for_receipt", "consume_signals", "parse_signal_types",
+    "signals": ("post_signal", "mailbox_folder", "wait_for_receipt", "consume_signals",
+                "parse_signal_types",
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
     "inbox": ("post_message", "list_messages", "mark_message", "poll_settings",
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.dispatching import AgentCommand as AgentCommand
     from interlock.runtime.api.dispatching import ConfigError as ConfigError
     from interlock.runtime.api.dispatching import DispatchResult as DispatchResult
+    from interlock.runtime.api.dispatching import FlagError as FlagError
     from interlock.runtime.api.dispatching import PollingConfiguration as PollingConfiguration
     from interlock.runtime.api.dispatching import SpawnOptions as SpawnOptions
     from interlock.runtime.api.dispatching import dispatch_agents as dispatch_agents
@@ -98,6 +100,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.signals import Receipt as Receipt
     from interlock.runtime.api.signals import Rejected as Rejected
     from interlock.runtime.api.signals import consume_signals as consume_signals
+    from interlock.runtime.api.signals import mailbox_folder as mailbox_folder
     from interlock.runtime.api.signals import parse_signal_types as parse_signal_types
     from interlock.runtime.api.signals import post_signal as post_signal
     from interlock.runtime.api.signals import wait_for_receipt as wait_for_receipt

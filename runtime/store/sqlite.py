@@ -204,7 +204,13 @@ class SqliteStore:
         try:
             folder.mkdir(mode=0o700, parents=True)
         except FileExistsError:  # another process made it first: theirs is as good
-            return
+            if folder.is_dir():
+                return
+            raise StoreUnavailable(f"cannot create the folder for {self.path}: a file is in "
+                                   "the way") from None
+        except NotADirectoryError:
+            raise StoreUnavailable(f"cannot create the folder for {self.path}: a file is in "
+                                   "the way") from None
         except OSError as error:
             raise StoreUnavailable(f"cannot create the folder for {self.path}: {error}") from error
         try:
