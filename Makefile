@@ -39,7 +39,7 @@ typecheck: $(STAMP)
 	bash scripts/typecheck.sh
 
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2
 
 diagrams: $(STAMP)
 	$(BIN)/interlock diagram --all specs/ -o diagrams/

@@ -27,6 +27,7 @@ from interlock.runtime.builtin.machines import (
     Builtin,
     BuiltinSetup,
     DemoDriver,
+    SessionPort,
     builtin_for,
     builtin_names,
     is_builtin_spec,
@@ -256,8 +257,8 @@ async def _drive(runner: Runner, feed: Any, created: bool, stop: asyncio.Event |
     def stepped(step: Step) -> None:
         if on_step is not None:
             on_step(step)
-        if feed is not None and step.before != step.after:
-            feed.stepped()
+        if feed is not None and step.accepted:
+            feed.stepped()  # signals waiting in inputs/ may be taken now; polled may be due
 
     if feed is not None:
         feed.start()
@@ -310,8 +311,9 @@ async def start(
     session_id = session_id or new_session_id(machine)
     if demo and builtin is not None:
         context = {**builtin.demo_context, **(context or {})}
+    port = SessionPort()
     bound = _in_session(_bindings_for(builtin, bindings, text, path, allow_unbound, demo,
-                                      session_id, base, on_note), session_id, base)
+                                      session_id, base, on_note, port), session_id, base)
     with opened_store(store, base) as opened:
         await asyncio.to_thread(_reap, opened, on_note)
         with translated():
@@ -325,15 +327,12 @@ async def start(
         inbox = attach_inbox(runner, store, base, on_note)
         feed = _feed(runner, store, base, signals, signals_as, on_note)
         stop = stop or asyncio.Event()
-        scripted = (_play_demo(builtin, runner, store, base, stop, on_note)
-                    if demo and builtin is not None else None)
+        beside = _beside(builtin, port, runner, store, base,
+                         stop, demo, on_note)
         try:
             return await _drive(runner, feed, opened_as.created, stop, on_step, inbox)
         finally:
-            if scripted is not None:
-                scripted.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await scripted
+            await _end_beside(beside)
 
 
 def _invokes(root: Path, session_id: str) -> dict[str, Any]:
@@ -347,21 +346,28 @@ def _invokes(root: Path, session_id: str) -> dict[str, Any]:
 
 def _bindings_for(builtin: Builtin | None, bindings: BindingsArg, text: str, path: str,
                   allow_unbound: bool, demo: bool, session_id: str, root: Path,
-                  on_note: NoteCallback | None) -> Bindings:
-    """The caller's bindings, else a built-in spec's own."""
+                  on_note: NoteCallback | None, port: SessionPort) -> Bindings:
+    """The caller's bindings, else a built-in spec's own (``port`` connects their event
+    sources to the session once its runner is open)."""
     if bindings is None and builtin is not None:
         from interlock.runtime.signals.session_feed import session_dir
 
-        setup = BuiltinSetup(session_id, root, session_dir(root, session_id), demo)
+        setup = BuiltinSetup(session_id, root, session_dir(root, session_id), demo, port=port)
         return resolve_bindings(builtin.bindings(setup), text, path, allow_unbound, on_note)
     return resolve_bindings(bindings, text, path, allow_unbound, on_note)
 
 
-def _play_demo(builtin: Builtin, runner: Runner, store: str | None, root: Path,
-               stop: asyncio.Event, on_note: NoteCallback | None) -> asyncio.Task[None]:
-    """Run a built-in's scripted stand-ins beside the runner; if they fail, the run stops."""
-    assert builtin.demo is not None
-    queue = open_store(store, root)  # a connection of its own for the driver's sends
+def _beside(builtin: Builtin | None, port: SessionPort, runner: Runner, store: str | None,
+            root: Path, stop: asyncio.Event, demo: bool,
+            on_note: NoteCallback | None) -> asyncio.Task[None] | None:
+    """Run a built-in's watchers (its bindings' event sources, on every run) and, for
+    ``demo``, its scripted stand-ins beside the runner; if one fails, the run stops."""
+    if builtin is None:
+        return None
+    plays = [*port.watchers, *([builtin.demo] if demo and builtin.demo is not None else [])]
+    if not plays:
+        return None
+    queue = open_store(store, root)  # a connection of its own for the sends
 
     def send(event: str, data: dict[str, Any]) -> None:
         queue.enqueue(runner.session_id, event, data, time.time())
@@ -369,20 +375,36 @@ def _play_demo(builtin: Builtin, runner: Runner, store: str | None, root: Path,
 
     driver = DemoDriver(runner.session_id, lambda: runner.active, send,
                         lambda: runner.session.context)
+    port.connect(driver, queue, on_note)
 
-    async def play() -> None:
+    async def play(part: Callable[[DemoDriver], Any]) -> None:
         try:
-            await builtin.demo(driver)  # type: ignore[misc]
+            await part(driver)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a stand-in that fails stops the demo, with the reason
+        except Exception as exc:  # a stand-in that fails stops the run, with the reason
             if on_note is not None:
-                on_note(f"demo: {type(exc).__name__}: {exc}")
+                on_note(f"{builtin.name}: {type(exc).__name__}: {exc}")
             stop.set()
+
+    async def together() -> None:
+        tasks = [asyncio.create_task(play(part)) for part in plays]
+        try:
+            await asyncio.gather(*tasks)
         finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # their cleanup first
             queue.close()
 
-    return asyncio.create_task(play())
+    return asyncio.create_task(together())
+
+
+async def _end_beside(beside: asyncio.Task[None] | None) -> None:
+    if beside is not None:
+        beside.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beside
 
 
 async def create(
@@ -422,9 +444,10 @@ async def resume(
         if row.status in ("finished", "cancelled"):
             raise Conflict(f"session {session_id!r} is {row.status}; nothing to resume")
         builtin = builtin_for(row.spec_name) if is_builtin_spec(Path(row.spec_path)) else None
+        port = SessionPort()
         bound = _in_session(_bindings_for(builtin, bindings, row.spec_text, row.spec_path,
-                                          allow_unbound, False, session_id, base, on_note),
-                            session_id, base)
+                                          allow_unbound, False, session_id, base, on_note,
+                                          port), session_id, base)
         with translated():
             runner, _ = await asyncio.to_thread(
                 Runner.open, opened, None, row.spec_path, session_id=session_id,
@@ -433,7 +456,13 @@ async def resume(
             on_note(f"session {session_id} resumed [{', '.join(runner.session.active)}]")
         inbox = attach_inbox(runner, store, base, on_note)
         feed = _feed(runner, store, base, signals, signals_as, on_note)
-        return await _drive(runner, feed, False, stop, on_step, inbox)
+        stop = stop or asyncio.Event()
+        beside = _beside(builtin, port, runner, store, base,
+                         stop, False, on_note)
+        try:
+            return await _drive(runner, feed, False, stop, on_step, inbox)
+        finally:
+            await _end_beside(beside)
 
 
 # -- events -----------------------------------------------------------------------------
