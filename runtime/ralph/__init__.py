@@ -1,0 +1,1 @@
+"""The Ralph runner (seed 004): session folder, subagents, signal semantics."""

@@ -1,0 +1,129 @@
+"""One call of an agent process for a subagent: launch, timeout, cancel, retry, record.
+
+The agent runs in a process group of its own (``start_new_session``), its prompt on stdin;
+the call ends when it exits. A timeout or a cancel (ABORT, a STEER that restarts the step)
+stops the whole group at once (SIGKILL), so nothing is left behind. A non-zero exit or a
+spawn error is transient: retried per the :class:`RetryPolicy` with capped, jittered
+exponential backoff. Which adapter builds the argv and reads the answer is the agents
+room's business (:func:`interlock.runtime.agents.adapters.adapter_for`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from interlock.runtime.agents.adapters import adapter_for
+from interlock.runtime.agents.base import Usage
+from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.ralph.config import RetryPolicy
+
+
+@dataclass(slots=True)
+class AgentCall:
+    """What one agent call gave: the parsed answer (a mapping, or None when unreadable),
+    the answer text, usage, exit code, error, attempts and the seconds it took."""
+
+    prompt: str
+    answer: dict[str, Any] | None = None
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    exit_code: int | None = None
+    error: str | None = None
+    attempts: int = 0
+    elapsed: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.answer is not None
+
+
+Caller = Callable[[AgentConfig, str, float, RetryPolicy], Awaitable[AgentCall]]
+
+
+def parse_answer(text: str) -> dict[str, Any] | None:
+    """The first YAML (or JSON) document of ``text`` when it is a mapping."""
+    try:
+        for doc in yaml.safe_load_all(text):
+            return doc if isinstance(doc, dict) else None
+    except yaml.YAMLError:
+        return None
+    return None
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def run_once(config: AgentConfig, prompt: str, timeout: float) -> AgentCall:
+    """One attempt; CancelledError after the process group is stopped."""
+    adapter = adapter_for(config)
+    launch = adapter.launch(config, prompt)
+    call = AgentCall(prompt, attempts=1)
+    started = time.monotonic()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *launch.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True,
+            env={**os.environ, **launch.env}, cwd=launch.cwd)
+    except OSError as exc:
+        call.error = f"cannot start {launch.argv[0]}: {exc.strerror or exc}"
+        return call
+    try:
+        out, err = await asyncio.wait_for(
+            proc.communicate((launch.stdin or "").encode("utf-8")), timeout)
+    except TimeoutError:
+        _kill_group(proc)
+        await proc.wait()
+        call.error = f"timed out after {timeout:g}s (process group killed)"
+        call.exit_code = proc.returncode
+        call.elapsed = time.monotonic() - started
+        return call
+    except asyncio.CancelledError:
+        _kill_group(proc)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(proc.wait())
+        raise
+    finally:
+        if proc.returncode is None:
+            _kill_group(proc)
+    _kill_group(proc)  # anything the agent left running in its group
+    call.elapsed = time.monotonic() - started
+    call.exit_code = proc.returncode
+    output = adapter.read(out.decode("utf-8", "replace"))
+    call.text, call.usage = output.answer, output.usage
+    if proc.returncode != 0 or output.error:
+        tail = err.decode("utf-8", "replace").strip().splitlines()
+        call.error = output.error or (f"exit {proc.returncode}" +
+                                      (f": {tail[-1]}" if tail else ""))
+        return call
+    call.answer = parse_answer(output.answer)
+    if call.answer is None:
+        call.error = "the answer is not a YAML or JSON mapping"
+    return call
+
+
+async def call_agent(config: AgentConfig, prompt: str, timeout: float,
+                     retry: RetryPolicy) -> AgentCall:
+    """Call the agent, retrying transient failures (not a timeout: a hung agent is not
+    retried)."""
+    attempt = 0
+    while True:
+        attempt += 1
+        call = await run_once(config, prompt, timeout)
+        call.attempts = attempt
+        transient = call.error is not None and not call.error.startswith("timed out")
+        if not transient or attempt >= retry.attempts:
+            return call
+        delay = min(retry.cap, retry.base * 2 ** (attempt - 1))
+        await asyncio.sleep(delay * (0.5 + random.random() / 2))
