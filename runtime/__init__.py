@@ -31,6 +31,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
                     "parse_dispatch_config"),
     "signals": ("post_signal", "wait_for_receipt", "consume_signals", "parse_signal_types",
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
+    "ralph": ("ralph_init", "ralph_run", "ralph_resume", "ralph_status", "ralph_poll",
+              "ralph_folder", "RalphResult"),
     "demo": ("run_demo", "run_demo_agent", "DemoVerdict", "DemoAnswerFormat"),
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
@@ -76,6 +78,13 @@ if TYPE_CHECKING:
     from interlock.runtime.api.sessions import sessions as sessions
     from interlock.runtime.api.sessions import start as start
     from interlock.runtime.api.sessions import status as status
+    from interlock.runtime.api.ralph import RalphResult as RalphResult
+    from interlock.runtime.api.ralph import ralph_folder as ralph_folder
+    from interlock.runtime.api.ralph import ralph_init as ralph_init
+    from interlock.runtime.api.ralph import ralph_poll as ralph_poll
+    from interlock.runtime.api.ralph import ralph_resume as ralph_resume
+    from interlock.runtime.api.ralph import ralph_run as ralph_run
+    from interlock.runtime.api.ralph import ralph_status as ralph_status
     from interlock.runtime.api.signals import SIGNAL_TYPES as SIGNAL_TYPES
     from interlock.runtime.api.signals import Handled as Handled
     from interlock.runtime.api.signals import PostedSignal as PostedSignal

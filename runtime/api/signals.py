@@ -45,10 +45,24 @@ class PostedSignal:
         return self.mailbox.inputs
 
 
+def resolve_session_dir(given: Path | str) -> Path:
+    """A session folder as given, or, for a bare session id that is not a folder here,
+    the Ralph session's ``.ralph-sessions/<ID>/`` or a session's
+    ``.interlock/sessions/<ID>/`` when one exists."""
+    path = Path(given)
+    if path.is_dir() or len(path.parts) != 1:
+        return path
+    for base in (Path(".ralph-sessions"), Path(".interlock") / "sessions"):
+        if (base / path).is_dir():
+            return base / path
+    return path
+
+
 def post_signal(session_dir: Path | str, kind: str, message: str | None = None, *,
                 target: str = TARGET_ALL, iteration: int | None = None) -> PostedSignal:
     """Write a signal file into ``SESSION_DIR/signals/inputs/`` atomically (tmp/, fsync,
     rename). UsageError for a bad type, target or message."""
+    session_dir = resolve_session_dir(session_dir)
     try:
         with translated():
             mailbox, signal = _post(Path(session_dir), kind, message, target=target,

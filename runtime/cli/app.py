@@ -312,7 +312,7 @@ def dispatch(
 
 @app.command("signal")
 def signal_(
-    session_dir: Annotated[Path, typer.Argument(help="The session folder (holds signals/).")],
+    session_dir: Annotated[Path, typer.Argument(metavar="ID|FOLDER", help="A session id (a Ralph session's id resolves to .ralph-sessions/ID/) or a session folder (holds signals/).")],
     kind: Annotated[str, typer.Argument(metavar="TYPE", help="STEER, INFO, PAUSE, ABORT, "
                                         "APPROVE or SKIP.")],
     message: Annotated[str | None, typer.Argument(help="The message (STEER and INFO need "
@@ -330,6 +330,10 @@ def signal_(
 
     raise typer.Exit(send_signal(session_dir, kind, message, target, iteration, wait))
 
+
+from interlock.runtime.cli.ralph import ralph_app  # noqa: E402
+
+app.add_typer(ralph_app, name="ralph")
 
 mailbox_app = typer.Typer(help="Live-signal mailboxes.", no_args_is_help=True)
 app.add_typer(mailbox_app, name="mailbox")
