@@ -58,6 +58,13 @@ if TYPE_CHECKING:
     from interlock.runtime.api.errors import NotFound as NotFound
     from interlock.runtime.api.errors import StepFailed as StepFailed
     from interlock.runtime.api.errors import UsageError as UsageError
+    from interlock.runtime.api.ralph import RalphResult as RalphResult
+    from interlock.runtime.api.ralph import ralph_folder as ralph_folder
+    from interlock.runtime.api.ralph import ralph_init as ralph_init
+    from interlock.runtime.api.ralph import ralph_poll as ralph_poll
+    from interlock.runtime.api.ralph import ralph_resume as ralph_resume
+    from interlock.runtime.api.ralph import ralph_run as ralph_run
+    from interlock.runtime.api.ralph import ralph_status as ralph_status
     from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
     from interlock.runtime.api.sessions import RunResult as RunResult
     from interlock.runtime.api.sessions import SendReceipt as SendReceipt
@@ -78,13 +85,6 @@ if TYPE_CHECKING:
     from interlock.runtime.api.sessions import sessions as sessions
     from interlock.runtime.api.sessions import start as start
     from interlock.runtime.api.sessions import status as status
-    from interlock.runtime.api.ralph import RalphResult as RalphResult
-    from interlock.runtime.api.ralph import ralph_folder as ralph_folder
-    from interlock.runtime.api.ralph import ralph_init as ralph_init
-    from interlock.runtime.api.ralph import ralph_poll as ralph_poll
-    from interlock.runtime.api.ralph import ralph_resume as ralph_resume
-    from interlock.runtime.api.ralph import ralph_run as ralph_run
-    from interlock.runtime.api.ralph import ralph_status as ralph_status
     from interlock.runtime.api.signals import SIGNAL_TYPES as SIGNAL_TYPES
     from interlock.runtime.api.signals import Handled as Handled
     from interlock.runtime.api.signals import PostedSignal as PostedSignal

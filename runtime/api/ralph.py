@@ -11,7 +11,6 @@ import asyncio
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any

@@ -312,7 +312,9 @@ def dispatch(
 
 @app.command("signal")
 def signal_(
-    session_dir: Annotated[Path, typer.Argument(metavar="ID|FOLDER", help="A session id (a Ralph session's id resolves to .ralph-sessions/ID/) or a session folder (holds signals/).")],
+    session_dir: Annotated[Path, typer.Argument(
+        metavar="ID|FOLDER", help="A session id (a Ralph session's id resolves to "
+        ".ralph-sessions/ID/) or a session folder (holds signals/).")],
     kind: Annotated[str, typer.Argument(metavar="TYPE", help="STEER, INFO, PAUSE, ABORT, "
                                         "APPROVE or SKIP.")],
     message: Annotated[str | None, typer.Argument(help="The message (STEER and INFO need "
