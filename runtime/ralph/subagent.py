@@ -88,6 +88,7 @@ class Outcome:
     cost_usd: float = 0.0
     steer: str | None = None
     restarts: int = 0
+    message: str | None = None  # a PAUSE signal's message
 
     def event(self) -> str:
         return f"subagent.{self.status}"
@@ -97,7 +98,7 @@ class Outcome:
                 "report": self.report, "blockers": self.blockers,
                 "blocked_reason": self.blocked_reason, "infos": self.infos,
                 "error": self.error, "cost_usd": self.cost_usd, "steer": self.steer,
-                "restarts": self.restarts}
+                "restarts": self.restarts, "message": self.message}
 
 
 class Subagent:
@@ -125,6 +126,7 @@ class Subagent:
         self.known_infos: list[str] = list(context.get("info_messages", []))
         self.calls: list[AgentCall] = []
         self.pause_requested = False
+        self.pause_message: str | None = None
 
     # -- signals ------------------------------------------------------------------------
 
@@ -136,6 +138,7 @@ class Subagent:
                 return "abort"
             if signal.type == "PAUSE":
                 self.pause_requested = True
+                self.pause_message = signal.message
                 verdict = verdict or "pause"
             elif signal.type == "STEER":
                 self.steers.append(signal.message or "")
@@ -279,7 +282,7 @@ class Subagent:
             tasks = [Task(t.id, t.title, " ") if t.id == self.task["id"] else t
                      for t in tasks]
         self.folder.write_progress(n, tasks, "Paused by signal.")
-        outcome = Outcome("paused", infos=self.infos)
+        outcome = Outcome("paused", infos=self.infos, message=self.pause_message)
         self._record(outcome)
         return outcome
 
