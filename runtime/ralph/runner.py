@@ -243,7 +243,7 @@ class RalphRun:
         role = str(invocation["role"])
         agent = self.agents[role]
         sub = Subagent(self.folder, role, agent, self.config, invocation, dict(ctx),
-                       caller=self.caller)
+                       caller=self.caller, on_note=self.note)
         self.task_seq = int(invocation["seq"])
         self.task = asyncio.create_task(sub.run())
         target = invocation.get("task") or {}

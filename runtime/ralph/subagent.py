@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,7 +106,8 @@ class Subagent:
 
     def __init__(self, folder: RalphFolder, role: str, agent: AgentConfig,
                  config: RalphConfig, invocation: Mapping[str, Any],
-                 context: Mapping[str, Any], caller: Caller | None = None) -> None:
+                 context: Mapping[str, Any], caller: Caller | None = None,
+                 on_note: Callable[[str], None] | None = None) -> None:
         self.folder = folder
         self.role = role
         self.identity = IDENTITIES[role]
@@ -115,6 +116,7 @@ class Subagent:
         self.invocation = dict(invocation)
         self.context = context
         self.caller: Caller = caller or call_agent
+        self.note = on_note or (lambda _text: None)
         self.mailbox = folder.mailbox()
         self.owner = default_owner(role)
         self.iteration = int(invocation.get("iteration") or context.get("iteration", 1))
@@ -134,6 +136,8 @@ class Subagent:
         """A boundary poll; returns "abort", "pause" or "steer" when the path changes."""
         verdict = None
         for signal in take_signals(self.mailbox, self.identity, self.owner):
+            self.note(f"{now_iso()}   {signal.type} {signal.message or ''}: taken by "
+                      f"{self.identity} ({_action(signal, '')})")
             if signal.type == "ABORT":
                 return "abort"
             if signal.type == "PAUSE":
