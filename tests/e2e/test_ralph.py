@@ -266,3 +266,17 @@ def _no_leftovers(tmp_path: Path) -> None:
     yield
     for pid in processes_in(tmp_path):
         os.kill(pid, signal.SIGKILL)
+
+
+def test_run_ralph_orchestrator_demo_reaches_complete(tmp_path: Path) -> None:
+    done = cli(tmp_path, "run", "ralph_orchestrator", "--demo", "--session", "ro")
+    assert done.returncode == 0, done.stderr
+    assert "finished in [COMPLETE]" in done.stdout + done.stderr
+    text = progress(tmp_path, 1, "ro")
+    assert text == "- [x] T1: write the parser\n- [x] T2: test the parser\n"
+
+
+def test_run_ralph_subagent_demo_reaches_completed(tmp_path: Path) -> None:
+    done = cli(tmp_path, "run", "ralph_subagent", "--demo")
+    assert done.returncode == 0, done.stderr
+    assert "finished in [completed]" in done.stdout + done.stderr
