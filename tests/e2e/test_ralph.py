@@ -280,3 +280,29 @@ def test_run_ralph_subagent_demo_reaches_completed(tmp_path: Path) -> None:
     done = cli(tmp_path, "run", "ralph_subagent", "--demo")
     assert done.returncode == 0, done.stderr
     assert "finished in [completed]" in done.stdout + done.stderr
+
+
+FAKE_CLIS = Path(__file__).resolve().parents[1] / "support" / "fake_clis"
+
+
+def test_the_same_session_with_a_fake_claude_reviewer(tmp_path: Path) -> None:
+    """FAKE claude (stream-json) as the Reviewer gives the same artefacts as the demo
+    reviewer, plus the usage it reports."""
+    demo_root, claude_root = tmp_path / "demo", tmp_path / "claude"
+    demo_root.mkdir()
+    claude_root.mkdir()
+    project(demo_root)
+    path = f"{FAKE_CLIS}{os.pathsep}{os.environ.get('PATH', '')}"
+    project(claude_root, f"reviewer: {{cli: claude, env: {{PATH: '{path}'}}}}")
+    assert cli(demo_root, "ralph", "run", "s").returncode == 0
+    done = cli(claude_root, "ralph", "run", "s")
+    assert done.returncode == 0, done.stderr
+    assert progress(demo_root) == progress(claude_root)
+    for sub in ("tasks", "knowledge"):
+        a = sorted(p.name for p in (session(demo_root) / "iterations/1" / sub).iterdir())
+        b = sorted(p.name for p in (session(claude_root) / "iterations/1" / sub).iterdir())
+        assert a == b
+    review = (session(claude_root) / "iterations/1/reviews/T1.md").read_text()
+    assert "verdict: accept" in review
+    record = (session(claude_root) / "iterations/1/invocations/004-reviewer.md").read_text()
+    assert "costUsd: 0." in record
