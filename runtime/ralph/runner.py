@@ -114,6 +114,7 @@ class RalphRun:
         self.limit: str | None = None
         self.cost = 0.0
         self.state = ""
+        self._changed = asyncio.Event()
 
     # -- opening ------------------------------------------------------------------------
 
@@ -142,6 +143,7 @@ class RalphRun:
             self.note(f"ralph session {self.folder.id} [{ralph_state(runner.active)}]")
             changed = asyncio.Event()
             changed.set()
+            self._changed = changed
 
             def stepped(_step: Any) -> None:
                 changed.set()
@@ -246,6 +248,7 @@ class RalphRun:
                        caller=self.caller, on_note=self.note)
         self.task_seq = int(invocation["seq"])
         self.task = asyncio.create_task(sub.run())
+        self.task.add_done_callback(lambda _task: self._changed.set())
         target = invocation.get("task") or {}
         self.note(f"{now_iso()}   invoke {sub.identity}"
                   + (f" on {target.get('id')} {target.get('title')}" if target else "")
