@@ -31,7 +31,10 @@ case "$1" in
     echo "tasks:"
     for i in $(seq 1 "$2"); do echo "  - {id: T$i, title: task $i}"; done
     echo "batches:"
-    for i in $(seq 1 2 "$2"); do j=$((i+1)); if [ "$j" -le "$2" ]; then echo "  - [T$i, T$j]"; else echo "  - [T$i]"; fi; done ;;
+    for i in $(seq 1 2 "$2"); do
+      j=$((i+1))
+      if [ "$j" -le "$2" ]; then echo "  - [T$i, T$j]"; else echo "  - [T$i]"; fi
+    done ;;
   executor) echo "status: done"; echo "report: done" ;;
   reviewer) echo "verdict: accept" ;;
   *) echo "mode: stage" ;;

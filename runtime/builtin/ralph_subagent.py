@@ -62,9 +62,9 @@ def _bindings(setup: BuiltinSetup) -> Bindings:
         "record_failure_blocker": record_failure_blocker,
         "steer_changes_scope": steer_changes_scope,
         "steer_invalidates_work": steer_invalidates_work,
-        **{name: noop for name in ("mark_in_progress_tasks_failed", "save_progress",
-                                   "implement", "mark_wip", "read_context", "verify",
-                                   "write_report", "record_verification")},
+        **dict.fromkeys(("mark_in_progress_tasks_failed", "save_progress", "implement",
+                         "mark_wip", "read_context", "verify", "write_report",
+                         "record_verification"), noop),
     }
 
 

@@ -16,7 +16,7 @@ import os
 import random
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +47,7 @@ class AgentCall:
         return self.error is None and self.answer is not None
 
 
-Caller = Callable[[AgentConfig, str, float, RetryPolicy], Awaitable[AgentCall]]
+Caller = Callable[[AgentConfig, str, float, RetryPolicy], Coroutine[Any, Any, AgentCall]]
 
 
 def parse_answer(text: str) -> dict[str, Any] | None:

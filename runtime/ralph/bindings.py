@@ -213,7 +213,7 @@ def make_bindings(folder: RalphFolder) -> Bindings:
         folder.update_metadata(iteration=old + 1)
 
     def has_next_batch(c: Call) -> bool:
-        return c.context["batch"] + 1 < len(c.context["batches"])
+        return int(c.context["batch"]) + 1 < len(c.context["batches"])
 
     def next_batch(c: Call) -> None:
         c.context["batch"] += 1

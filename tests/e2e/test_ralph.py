@@ -68,7 +68,7 @@ def processes_in(root: Path) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            if Path(os.readlink(entry / "cwd")) == root:
+            if (entry / "cwd").readlink() == root:
                 stat = (entry / "stat").read_text()
                 if stat.rsplit(")", 1)[1].split()[0] != "Z":
                     found.append(int(entry.name))
