@@ -3,9 +3,13 @@
 * bare: the compiled python-statemachine instance, ``send`` in a loop (the baseline);
 * session: the Session layer (timer bookkeeping, acceptance check), no store;
 * sqlite / postgresql: a Runner committing every step (journal entry + snapshot) in one
-  transaction, as `interlock run` does. SQLite runs with synchronous=FULL (every commit
-  is on disk); PostgreSQL is the throwaway test cluster (fsync off: it measures the
-  round trips, not the disk).
+  transaction, as `interlock run` does.
+* queued: the same events queued in the store first, then taken by a running session:
+  once by ``Runner.run`` itself and once through the façade (``interlock.runtime.resume``,
+  what `interlock resume` calls), so the two rows show what the façade costs.
+
+SQLite runs with synchronous=FULL (every commit is on disk); PostgreSQL is the throwaway
+test cluster (fsync off: it measures the round trips, not the disk).
 
 Run: ``bash scripts/with_pg.sh .venv/bin/python bench/session_throughput.py`` (without
 INTERLOCK_TEST_PG_URL set, the PostgreSQL row is skipped).
@@ -14,6 +18,7 @@ INTERLOCK_TEST_PG_URL set, the PostgreSQL row is skipped).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import tempfile
 import time
@@ -21,6 +26,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from interlock import runtime
 from interlock.machines import Call, compile, loads
 from interlock.machines.backends.base import CompiledMachine
 from interlock.runtime.engine.clock import SystemClock
@@ -76,6 +82,54 @@ def durable(store: Store, events: int) -> float:
         runner.close()
 
 
+def _queue(store: Store, events: int) -> str:
+    runner, _ = Runner.open(store, SPEC, "toggle.yaml", session_id=f"bench-{uuid.uuid4().hex}",
+                            bindings={"count": count})
+    runner.close()
+    for _ in range(events):
+        store.enqueue(runner.session_id, "flip", {}, time.time())
+    return runner.session_id
+
+
+def _until(events: int) -> tuple[asyncio.Event, Callable[[object], None]]:
+    stop = asyncio.Event()
+    seen = 0
+
+    def step(_: object) -> None:
+        nonlocal seen
+        seen += 1
+        if seen >= events:
+            stop.set()
+
+    return stop, step
+
+
+def queued_runner(store: Store, events: int) -> float:
+    session_id = _queue(store, events)
+
+    async def drain() -> None:
+        runner, _ = Runner.open(store, None, "toggle.yaml", session_id=session_id,
+                                bindings={"count": count})
+        stop, step = _until(events)
+        try:
+            await runner.run(stop, on_step=step)
+        finally:
+            runner.close()
+
+    started = time.perf_counter()
+    asyncio.run(drain())
+    return events / (time.perf_counter() - started)
+
+
+def queued_facade(store: Store, url: str, root: Path, events: int) -> float:
+    session_id = _queue(store, events)
+    stop, step = _until(events)
+    started = time.perf_counter()
+    asyncio.run(runtime.resume(session_id, bindings={"count": count}, signals=False,
+                               store=url, root=root, stop=stop, on_step=step))
+    return events / (time.perf_counter() - started)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000)
@@ -86,6 +140,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(str(Path(tmp) / "bench.db"), Path(tmp))
         rows.append(("session + SQLite journal", durable(store, args.events)))
+        runner_rows, facade_rows = [], []
+        for _ in range(3):  # alternate, so drift on a busy machine hits both alike
+            runner_rows.append(queued_runner(store, args.events))
+            facade_rows.append(queued_facade(store, str(Path(tmp) / "bench.db"), Path(tmp),
+                                             args.events))
+        rows.append(("queued, Runner.run (SQLite)", max(runner_rows)))
+        rows.append(("queued, runtime.resume (SQLite)", max(facade_rows)))
         store.close()
     pg_url = os.environ.get("INTERLOCK_TEST_PG_URL")
     if pg_url:

@@ -33,6 +33,9 @@ _MODULES: dict[str, tuple[str, ...]] = {
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
     "ralph": ("ralph_init", "ralph_run", "ralph_resume", "ralph_status", "ralph_poll",
               "ralph_folder", "RalphResult"),
+    "inbox": ("post_message", "list_messages", "mark_message", "poll_settings",
+              "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
+              "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox"),
     "demo": ("run_demo", "run_demo_agent", "DemoVerdict", "DemoAnswerFormat"),
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
@@ -58,6 +61,19 @@ if TYPE_CHECKING:
     from interlock.runtime.api.errors import NotFound as NotFound
     from interlock.runtime.api.errors import StepFailed as StepFailed
     from interlock.runtime.api.errors import UsageError as UsageError
+    from interlock.runtime.api.inbox import BadRequest as BadRequest
+    from interlock.runtime.api.inbox import InboxConfigError as InboxConfigError
+    from interlock.runtime.api.inbox import InboxError as InboxError
+    from interlock.runtime.api.inbox import InboxMessage as InboxMessage
+    from interlock.runtime.api.inbox import MessageStatus as MessageStatus
+    from interlock.runtime.api.inbox import connect_inbox as connect_inbox
+    from interlock.runtime.api.inbox import list_messages as list_messages
+    from interlock.runtime.api.inbox import mark_message as mark_message
+    from interlock.runtime.api.inbox import poll_settings as poll_settings
+    from interlock.runtime.api.inbox import post_message as post_message
+    from interlock.runtime.api.inbox import serve_inbox as serve_inbox
+    from interlock.runtime.api.inbox import set_enabled as set_enabled
+    from interlock.runtime.api.inbox import set_interval as set_interval
     from interlock.runtime.api.ralph import RalphResult as RalphResult
     from interlock.runtime.api.ralph import ralph_folder as ralph_folder
     from interlock.runtime.api.ralph import ralph_init as ralph_init

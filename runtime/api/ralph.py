@@ -18,9 +18,14 @@ from typing import Any
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import Conflict, NotFound, UsageError
 from interlock.runtime.ralph.agent_call import Caller
-from interlock.runtime.ralph.config import IDENTITIES, RalphConfigError, load_ralph_config
+from interlock.runtime.ralph.config import (
+    IDENTITIES,
+    PROJECT_FILE,
+    RalphConfigError,
+    load_ralph_config,
+)
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
-from interlock.runtime.ralph.runner import RalphResult, RalphRun, ralph_state
+from interlock.runtime.ralph.runner import RalphResult, RalphRun
 from interlock.runtime.ralph.subagent import take_signals
 from interlock.runtime.signals.model import SignalError, check_identifier
 
@@ -72,7 +77,7 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
     paused session waits here. ``caller`` replaces the agent calls (a cassette)."""
     folder = _folder(session_id, root)
     try:
-        config = load_ralph_config(folder.root).with_overrides(
+        config = load_ralph_config(folder.root / PROJECT_FILE).with_overrides(
             max_iterations=max_iterations, max_runtime=max_runtime, max_cost=max_cost)
     except RalphConfigError as exc:
         raise UsageError(str(exc)) from None
@@ -119,20 +124,54 @@ async def ralph_status(session_id: str, *, store: str | None = None,
     except NotFound:
         engine = None
     invocations = sorted(p.name for p in (folder.iteration(n) / "invocations").glob("*.md"))
+    context = (engine or {}).get("context") or {}
+    invocation = context.get("invocation") or None
+    stop = meta.get("stop")
+    status = str(meta.get("status") or "running")
+    state = str((meta.get("orchestrator") or {}).get("state") or "PLANNING")
+    if state == "PAUSED" and status == "running":
+        status = "paused"
+    if stop is None and status in ("completed", "aborted"):
+        stop = {"reason": status, "detail": ""}
+    elif stop is None and meta.get("stop_reason"):
+        stop = {"reason": "stopped", "detail": str(meta["stop_reason"])}
+        status = "stopped" if status == "running" and (engine or {}).get(
+            "status") != "running" else status
+    limits = meta.get("limits") or {}
     return {
-        "id": session_id, "folder": str(folder.path),
-        "state": (meta.get("orchestrator") or {}).get("state"),
-        "status": meta.get("status"), "iteration": n,
-        "stop_reason": meta.get("stop_reason"),
-        "tasks": [{"id": t.id, "title": t.title, "marker": t.marker, "reason": t.reason}
+        # the fields of interlock.runtime.ralph.watch.RalphStatus (interlock watch)
+        "session_id": session_id, "state": state, "status": status, "iteration": n,
+        "max_iterations": None, "batch": (int(context["batch"]) + 1
+                                          if "batch" in context else None),
+        "batches": len(context.get("batches") or []) or None,
+        "tasks": [{"id": t.id, "title": t.title, "marker": t.marker, "note": t.reason}
                   for t in folder.progress(n)],
-        "pending_signals": folder.mailbox().pending(),
-        "processed_signals": sorted(p.name for p in folder.mailbox().processed.glob("*.yaml")),
-        "invocations": invocations,
+        "agent": None if not invocation else {
+            "role": IDENTITIES.get(str(invocation.get("role")), str(invocation.get("role"))),
+            "task": (invocation.get("task") or {}).get("id")},
+        "signals": _signals(folder),
+        "spend": {"cost_usd": limits.get("cost_usd")},
+        "elapsed": (time.time() - float(limits["started_at"])
+                    if "started_at" in limits else None),
+        "stop": stop,
+        # and more for scripts
+        "id": session_id, "folder": str(folder.path), "stop_reason": meta.get("stop_reason"),
+        "pending_signals": folder.mailbox().pending(), "invocations": invocations,
         "engine": engine,
-        "active": (engine or {}).get("active"),
-        "ralph_state": ralph_state(tuple((engine or {}).get("active") or ())),
     }
+
+
+def _signals(folder: RalphFolder) -> list[dict[str, Any]]:
+    from interlock.runtime.ralph.folder import read_yaml
+
+    lines = []
+    for path in sorted(folder.mailbox().processed.glob("*.yaml"))[-10:]:
+        data = read_yaml(path)
+        handling = data.get("handling_metadata") or {}
+        lines.append({"type": str(data.get("type", "?")), "message": str(
+            data.get("message") or ""), "target": str(data.get("target") or "ALL"),
+            "action": handling.get("action_taken"), "at": handling.get("handled_at")})
+    return lines
 
 
 def ralph_poll(session_id: str, *, role: str, root: Path | str | None = None

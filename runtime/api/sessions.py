@@ -304,7 +304,7 @@ async def start(
         with translated():
             runner, opened_as = await asyncio.to_thread(
                 Runner.open, opened, text, path, session_id=session_id, bindings=bound,
-                context=context, migrate=migrate)
+                context=context, migrate=migrate, **_invokes(base, session_id))
         verb = "started" if opened_as.created else "resumed"
         if on_note is not None:
             on_note(f"session {runner.session_id} {verb} [{', '.join(runner.session.active)}] "
@@ -320,6 +320,15 @@ async def start(
                 scripted.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await scripted
+
+
+def _invokes(root: Path, session_id: str) -> dict[str, Any]:
+    """What ``invoke:`` states need (docs/invoke.md): the session folder their agents spool
+    into, and the resolver of ``agent:`` names (``interlock.yaml``, else the demo roles)."""
+    from interlock.runtime.engine.invoke_agents import agent_resolver
+    from interlock.runtime.signals.session_feed import session_dir
+
+    return {"folder": session_dir(root, session_id), "agents": agent_resolver(root)}
 
 
 def _bindings_for(builtin: Builtin | None, bindings: BindingsArg, text: str, path: str,
@@ -403,7 +412,7 @@ async def resume(
         with translated():
             runner, _ = await asyncio.to_thread(
                 Runner.open, opened, None, row.spec_path, session_id=session_id,
-                bindings=bound, retry=retry)
+                bindings=bound, retry=retry, **_invokes(base, session_id))
         if on_note is not None:
             on_note(f"session {session_id} resumed [{', '.join(runner.session.active)}]")
         feed = _feed(runner, store, base, signals, signals_as, on_note)

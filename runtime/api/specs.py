@@ -6,7 +6,7 @@ These are plain functions: they read files and run Graphviz briefly, nothing wai
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -47,7 +47,8 @@ def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
     return files, missing
 
 
-def check_file(path: Path, bindings: Mapping[str, object] | None = None) -> list[Diagnostic]:
+def check_file(path: Path, bindings: Mapping[str, object] | None = None,
+               agents: Collection[str] | None = None) -> list[Diagnostic]:
     """Every diagnostic for one spec file: load errors, or lint findings."""
     try:
         spec = load(path)
@@ -55,7 +56,16 @@ def check_file(path: Path, bindings: Mapping[str, object] | None = None) -> list
         return exc.diagnostics
     except RecursionError:
         return [error("Y008", "the spec is nested too deeply to check", Mark(str(path), 1, 1))]
-    return lint(build_ir(spec), bindings)
+    return lint(build_ir(spec), bindings, agents)
+
+
+def known_agents(root: Path) -> set[str]:
+    """The agent names a spec may invoke here: the offline demo roles, which need no
+    configuration, and those of ``ROOT/interlock.yaml``'s ``agents:`` (SpecError with
+    located diagnostics when that section is wrong)."""
+    from interlock.runtime.agents.config import default_agents, load_agents
+
+    return set(default_agents()) | set(load_agents(root / "interlock.yaml"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,17 +86,19 @@ class Validation:
 
 def validate(paths: Iterable[Path | str], *, bindings: str | None = None) -> Validation:
     """Load and lint spec files (folders are searched for *.yaml/*.yml); with ``bindings``
-    (``MODULE[:ATTR]`` or a file), also report what it leaves unbound."""
+    (``MODULE[:ATTR]`` or a file), also report what it leaves unbound. An ``agent:`` must
+    name a demo role or an agent of ``interlock.yaml`` in the working folder."""
     from interlock.runtime.api.sessions import resolve_bindings
 
     given = [Path(p) for p in paths]
     bound = resolve_bindings(bindings, "", "", False) if bindings is not None else None
+    agents = known_agents(Path.cwd())
     files, missing = expand_paths(given)
     if missing:
         raise UsageError("no such file or directory: " + ", ".join(missing))
     if not files:
         raise UsageError("no spec files (*.yaml, *.yml) found in: " + ", ".join(map(str, given)))
-    found = sort_diagnostics(d for f in files for d in check_file(f, bound))
+    found = sort_diagnostics(d for f in files for d in check_file(f, bound, agents))
     return Validation(tuple(files), tuple(found))
 
 

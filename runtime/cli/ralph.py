@@ -149,7 +149,7 @@ def status(
     print(f"{info['id']}: {info['state']} ({info['status']}), iteration {info['iteration']}"
           + (f"; stopped: {info['stop_reason']}" if info.get("stop_reason") else ""))
     for task in info["tasks"]:
-        reason = f" — {task['reason']}" if task["reason"] else ""
+        reason = f" — {task['note']}" if task["note"] else ""
         print(f"  [{task['marker']}] {task['id']}: {task['title']}{reason}")
     if info["pending_signals"]:
         print(f"  pending signals: {', '.join(info['pending_signals'])}")
@@ -172,3 +172,20 @@ def poll(
             print(json.dumps(item, ensure_ascii=False))
         else:
             print(f"{item['type']}: {item['message'] or ''}")
+
+
+def watch(session_id: str, interval: float, store: str | None) -> int:
+    """``interlock watch ID``: the live view until the session ends (Ctrl-C leaves)."""
+    from interlock.runtime.ralph.watch import RalphStatus, follow
+
+    def read() -> RalphStatus:
+        return RalphStatus.model_validate(asyncio.run(runtime.ralph_status(session_id,
+                                                                           store=store)))
+
+    try:
+        follow(read, interval)
+    except runtime.InterlockError as exc:
+        return fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return EXIT_OK

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from interlock.runtime.engine.errors import SessionError
+from interlock.runtime.engine.invoke import stop_invocations
 from interlock.runtime.engine.runner import LEASE_TTL
 from interlock.runtime.engine.snapshot import Snapshot, SnapshotError
-from interlock.runtime.host.owners import default_owner, owner_is_dead
+from interlock.runtime.host.owners import default_owner, owner_is_dead, parse_owner
 from interlock.runtime.store.base import JournalEntry, SessionRow, StaleSession, Store
 
 SessionStatus = Literal["running", "stopped", "failed", "finished", "cancelled"]
@@ -79,11 +80,10 @@ def status_of(store: Store, row: SessionRow, now: float) -> StatusInfo:
     lease = store.holder(row.id)
     if lease is None or lease.expires_at <= now or owner_is_dead(lease.owner):
         return StatusInfo("stopped")
-    host, _, rest = lease.owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    return StatusInfo("running", owner=lease.owner, host=host,
-                      pid=int(pid_text) if pid_text.isdigit() else None,
-                      since=lease.acquired_at)
+    parsed = parse_owner(lease.owner)
+    return StatusInfo("running", owner=lease.owner,
+                      host=parsed.host if parsed else lease.owner.partition(":")[0],
+                      pid=parsed.pid if parsed else None, since=lease.acquired_at)
 
 
 def active_states(row: SessionRow) -> tuple[str, ...]:
@@ -103,7 +103,8 @@ def list_sessions(store: Store, now: float) -> list[SessionListing]:
 def cancel(store: Store, session_id: str, reason: str | None, now: float) -> CancelOutcome:
     """Cancel a session. A running one is asked to (its runner stops its timers and child
     processes, journals ``cancelled`` and exits within a second); a stopped or failed one
-    is marked cancelled here, with a journal entry. SessionOver for a finished or
+    is marked cancelled here, with a journal entry, and the invoked agents its dead runner
+    left are stopped (their invocations end ``cancelled``). SessionOver for a finished or
     cancelled one; SessionNotFound for none."""
     row = store.get(session_id)
     info = status_of(store, row, now)
@@ -124,6 +125,9 @@ def cancel(store: Store, session_id: str, reason: str | None, now: float) -> Can
         row = store.get(session_id)
         active = active_states(row)
         note = f"reason: {reason}" if reason else "no reason given"
+        stopped = stop_invocations(store, session_id, at=now)
+        if stopped:
+            note += f"; invocations stopped: {', '.join(r.id for r in stopped)}"
         store.commit_step(
             session_id, expected_seq=row.seq, lease_token=lease.token,
             entries=[JournalEntry(row.seq + 1, now, "cancelled", before=active, after=active,
@@ -160,12 +164,15 @@ def remove(store: Store, session_id: str, now: float, *, force: bool = False) ->
     """Delete the session with its journal, inbox, dead letters, delivery keys and lease;
     the status it had. A running one is refused (SessionRunning) unless ``force``: its
     runner then finds the session gone, stops its child processes and ends with a
-    ``removed`` outcome."""
+    ``removed`` outcome. A session no runner holds has the invoked agents its dead runner
+    left stopped first."""
     info = status_of(store, store.get(session_id), now)
     if info.status == "running" and not force:
         where = f"pid {info.pid} on {info.host}" if info.host != socket.gethostname() \
             else f"pid {info.pid}"
         raise SessionRunning(f"session {session_id!r} is running ({where}); cancel it "
                              "first, or remove it with force")
+    if info.status != "running":
+        stop_invocations(store, session_id, at=now)
     store.delete(session_id)
     return info

@@ -17,6 +17,12 @@ journaled as an ``error`` entry (with the traceback); if the active states accep
 buried in the session's dead letters, the session becomes ``failed`` and ``run`` returns
 a ``failed`` outcome. A cancel request (runtime/engine/lifecycle.py) is seen within
 0.1 s: the runner stops its child processes, journals ``cancelled`` and returns.
+
+Invokes (docs/invoke.md): after each committed step the runner reconciles the session's
+invocations with its active states (an invoke starts on entry, is cancelled on exit); an
+invoke's done/error event is taken as the engine's own when it answers the state's
+current invocation, and journaled as ``dropped`` otherwise. A cancelled session's agents
+are stopped (journaled ``cancelled``); a failed one's are stopped (``interrupted``).
 """
 
 from __future__ import annotations
@@ -28,12 +34,14 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from interlock.machines import SpecError, compile, loads
 from interlock.machines.backends.base import CompiledMachine
 from interlock.machines.bindings import Bindings
-from interlock.machines.ir import build_ir
+from interlock.machines.ir import INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX, build_ir
+from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.engine.async_bindings import LoopRef, bridge
 from interlock.runtime.engine.children import stop_descendants
 from interlock.runtime.engine.clock import Clock, SystemClock
@@ -44,12 +52,14 @@ from interlock.runtime.engine.faults import (
     StepFault,
     guard_bindings,
 )
+from interlock.runtime.engine.invoke import AgentResolver, InvokeNote, Invoker
 from interlock.runtime.engine.session import MAX_TIMER_STEPS, Session, SessionError, Step
 from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.host.owners import default_owner, owner_is_dead
 from interlock.runtime.store.base import (
     CancelRequest,
     DeadLetter,
+    InvocationRecord,
     JournalEntry,
     Lease,
     SessionNotFound,
@@ -57,8 +67,10 @@ from interlock.runtime.store.base import (
     SpecSource,
     StaleSession,
     Store,
+    StoreError,
 )
 
+_INVOKE_EVENTS = (INVOKE_DONE_PREFIX + ".", INVOKE_ERROR_PREFIX + ".")
 LEASE_TTL = 30.0
 INBOX_POLL = 0.1  # seconds between inbox checks (and cancel checks) while idle
 CHILD_GRACE = 0.5  # seconds between SIGTERM and SIGKILL for a cancelled runner's children
@@ -133,6 +145,8 @@ class Runner:
         self._commit_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
         self._wake_loop: asyncio.AbstractEventLoop | None = None
+        self.invoker: Invoker | None = None  # set when the spec has invoke: states
+        self._invoke_notes: list[InvokeNote] = []  # from a stop, not journaled yet
 
     # -- opening ----------------------------------------------------------------------
 
@@ -151,6 +165,9 @@ class Runner:
         ttl: float = LEASE_TTL,
         migrate: bool = False,
         retry: bool = False,
+        folder: Path | None = None,
+        agents: AgentResolver | None = None,
+        invoke_config: PollingConfiguration | None = None,
     ) -> tuple[Runner, Opened]:
         """Create the session (when new) or resume it, holding its lease.
 
@@ -164,7 +181,41 @@ class Runner:
         again, in order, before anything in the inbox. A cancelled session cannot be
         resumed (SessionClosed). StepFailed if a new session's initial entry raises
         (nothing is stored: there is no earlier state to keep).
+
+        Invokes (docs/invoke.md): ``folder`` is the session folder (default
+        ``.interlock/sessions/<id>`` beside a SQLite store, else under the working
+        folder) where agents' output is spooled; ``agents`` resolves ``agent:`` invokes;
+        ``invoke_config`` is their dispatch settings. The active states' invokes start
+        (or, on resume, are adopted, restarted or failed) before this returns.
         """
+        runner, opened = cls._open(store, spec_text, spec_path, session_id=session_id,
+                                   bindings=bindings, clock=clock, context=context,
+                                   owner=owner, ttl=ttl, migrate=migrate, retry=retry)
+        if runner.session.ir.invokes:
+            try:
+                runner._start_invoker(folder, agents, invoke_config,
+                                      resumed=not opened.created)
+            except BaseException:
+                runner.close()
+                raise
+        return runner, opened
+
+    @classmethod
+    def _open(
+        cls,
+        store: Store,
+        spec_text: str | None,
+        spec_path: str,
+        *,
+        session_id: str | None,
+        bindings: Bindings | None,
+        clock: Clock | None,
+        context: Mapping[str, Any] | None,
+        owner: str | None,
+        ttl: float,
+        migrate: bool,
+        retry: bool,
+    ) -> tuple[Runner, Opened]:
         clock = clock or SystemClock()
         owner = owner or default_owner()
         ref = LoopRef()
@@ -267,15 +318,45 @@ class Runner:
     def _deliver(self, kind: str, event: str, data: Mapping[str, Any], *,
                  consumed: list[int] | None = None, revived: list[int] | None = None,
                  internal: bool = False) -> list[Step]:
-        """Send one event and commit its step; a fault is handled by :meth:`_fault`."""
+        """Send one event and commit its step; a fault is handled by :meth:`_fault`.
+
+        An invoke's done/error event from the invoker (its data names the invocation)
+        goes in as the engine's own when it answers its state's current invocation;
+        otherwise (the state was left meanwhile) it is committed as a ``dropped`` step.
+        Any other sender's reserved name is rejected as in :meth:`Session.send`."""
         if self.outcome is not None:
             return []
+        invoke_id = _invoke_of(event) if self.invoker is not None else None
+        invocation = data.get("invocation")
+        if invoke_id is None or invocation is None:
+            invoke_id = None  # not the invoker's: an ordinary (external or internal) send
+        else:
+            invoker = self.invoker
+            if invoker is None or invoker.current(invoke_id) != invocation:
+                active = self.session.active
+                step = Step("dropped", event, dict(data), active, active, self.clock.now(),
+                            note=f"invocation {invocation!r} of invoke {invoke_id!r} is not "
+                                 "current: its state was left")
+                self._commit([step], consumed=consumed, revived=revived)
+                self._ended(event, data, taken=False)
+                return [step]
+            internal = True
         try:
             step = self.session.send(event, data, internal=internal)
         except StepFault as exc:
-            return self._fault(exc.fault, kind, event, data, consumed, revived)
+            steps = self._fault(exc.fault, kind, event, data, consumed, revived)
+            if invoke_id is not None and self.outcome is None:
+                self._ended(event, data, taken=True)  # handled by error.execution
+            return steps
         self._commit([step], consumed=consumed, revived=revived)
+        if invoke_id is not None:
+            self._ended(event, data, taken=True)
         return [step]
+
+    def _ended(self, event: str, data: Mapping[str, Any], *, taken: bool) -> None:
+        invoker = self.invoker
+        if invoker is not None:
+            invoker.ended(event, data, taken)
 
     def _fire_due(self) -> list[Step]:
         steps: list[Step] = []
@@ -329,8 +410,9 @@ class Runner:
         """Bury the event, mark the session ``failed``, let the lease go."""
         letter = DeadLetter(0, self.session_id, kind, event, dict(data), self.clock.now(),
                             fault.describe())
-        self._commit([], first=errors, consumed=consumed, revived=revived, buried=[letter],
-                     status="failed")
+        self._stop_invoker("interrupted")  # a failed session runs no agents
+        self._commit([], first=errors + self._take_invoke_notes(), consumed=consumed,
+                     revived=revived, buried=[letter], status="failed")
         self.outcome = RunOutcome("failed", failure=StepFailed(self.session_id, fault))
         self.store.release(self.lease)
         return []
@@ -386,6 +468,8 @@ class Runner:
         try:
             return await self._loop(stop, poll, on_step, renewer)
         except (SessionGone, SessionNotFound):  # any read of a deleted session
+            await asyncio.to_thread(self._stop_invoker, "cancelled")
+            self._invoke_notes.clear()  # nowhere to journal them
             await asyncio.to_thread(stop_descendants, CHILD_GRACE)
             self.outcome = RunOutcome("removed", reason=str(self._gone()))
             return self.outcome
@@ -435,6 +519,7 @@ class Runner:
                 request = await asyncio.to_thread(self._cancel_request)
                 if request is not None:
                     self._cancel = request
+                    await asyncio.to_thread(self._stop_invoker, "cancelled")
                     await asyncio.to_thread(stop_descendants, CHILD_GRACE)
 
     def _cancel_request(self) -> CancelRequest | None:
@@ -444,7 +529,9 @@ class Runner:
             raise self._gone() from None
 
     def _cancel_now(self, request: CancelRequest) -> RunOutcome:
-        """Stop the children, disarm the timers, journal ``cancelled``, let the lease go."""
+        """Stop the invoked agents and the children, disarm the timers, journal
+        ``cancelled``, let the lease go."""
+        self._stop_invoker("cancelled")
         stopped = stop_descendants(CHILD_GRACE)
         disarmed = [t.event for t in self.session.timers]
         for event in disarmed:
@@ -454,7 +541,8 @@ class Runner:
             parts.append(f"stopped processes {', '.join(map(str, stopped))}")
         if disarmed:
             parts.append(f"timers disarmed: {', '.join(disarmed)}")
-        self._commit([], kind="cancelled", note="; ".join(parts), status="cancelled")
+        self._commit([], first=self._take_invoke_notes(), kind="cancelled",
+                     note="; ".join(parts), status="cancelled")
         self.store.release(self.lease)
         self.outcome = RunOutcome("cancelled", reason=request.reason)
         return self.outcome
@@ -472,7 +560,69 @@ class Runner:
             wake.clear()
 
     def close(self) -> None:
+        """Stop the agents still running (journaled ``interrupted``), give up the lease.
+        A runner that lost its lease leaves the agents to the runner that took over."""
+        if self.invoker is not None:
+            invoker, self.invoker = self.invoker, None
+            ours = self.outcome is None and self._holds_lease()
+            notes = invoker.shutdown(interrupt=ours)
+            if ours:
+                with contextlib.suppress(SessionError, StoreError):
+                    self._journal(notes)
         self.store.release(self.lease)
+
+    def _holds_lease(self) -> bool:
+        try:
+            holder = self.store.holder(self.session_id)
+        except StoreError:  # gone (SessionNotFound) or unreachable: nobody else will
+            return True     # stop its agents
+        return holder is not None and (holder.owner, holder.token) == (self.lease.owner,
+                                                                       self.lease.token)
+
+    # -- invokes ----------------------------------------------------------------------
+
+    def invocations_in_flight(self) -> list[InvocationRecord]:
+        """The invoked agents running now (thread-safe): empty means the session is idle
+        as far as agents go."""
+        invoker = self.invoker
+        return invoker.in_flight() if invoker is not None else []
+
+    def _start_invoker(self, folder: Path | None, agents: AgentResolver | None,
+                       config: PollingConfiguration | None, *, resumed: bool) -> None:
+        self.invoker = Invoker(
+            self.store, self.session_id, self.session.ir, spec_path=self.spec_path,
+            folder=folder or _session_folder(self.store, self.session_id), clock=self.clock,
+            wake=self.wake, config=config, resolver=agents)
+        active, context = self.session.active, self.session.context
+        self._journal(self.invoker.recover(active, context) if resumed
+                      else self.invoker.reconcile(active, context))
+
+    def _reconcile(self) -> None:
+        """After a committed step: cancel the invokes of states left, start those of
+        states entered."""
+        invoker = self.invoker
+        if invoker is not None and self.outcome is None:
+            self._journal(invoker.reconcile(self.session.active, self.session.context))
+
+    def _stop_invoker(self, kind: str) -> None:
+        """Stop every invoked agent (journaled ``kind`` with the next commit); nothing
+        starts afterwards. Safe from the event loop's side while a step runs."""
+        invoker = self.invoker
+        if invoker is not None:
+            self._invoke_notes += invoker.shutdown(kind=kind)
+
+    def _take_invoke_notes(self) -> list[JournalEntry]:
+        notes, self._invoke_notes = self._invoke_notes, []
+        return self._note_entries(notes)
+
+    def _note_entries(self, notes: list[InvokeNote]) -> list[JournalEntry]:
+        now, active = self.clock.now(), self.session.active
+        return [JournalEntry(0, now, n.kind, None, {"invoke": n.invoke, **n.data}, active,
+                             active, n.note) for n in notes]
+
+    def _journal(self, notes: list[InvokeNote]) -> None:
+        if notes:
+            self._commit([], first=self._note_entries(notes))
 
     # -- persistence ------------------------------------------------------------------
 
@@ -511,6 +661,8 @@ class Runner:
                 raise SessionBusy(f"session {self.session_id!r} was taken over by another "
                                   f"runner; this one stops ({exc})") from None
             self.active = self.session.active
+        if any(step.before != step.after for step in steps):
+            self._reconcile()  # outside the commit lock: it may journal (commit) itself
 
     def _gone(self) -> SessionGone:
         return SessionGone(f"session {self.session_id!r} was removed while this runner "
@@ -568,6 +720,20 @@ def _compile(spec_text: str, spec_path: str, bindings: Bindings | None) -> Compi
         raise
     except ValueError as exc:
         raise SessionError(str(exc)) from None
+
+
+def _invoke_of(event: str) -> str | None:
+    """The invoke id of a ``done.invoke.<id>`` / ``error.invoke.<id>`` event."""
+    prefix = next((p for p in _INVOKE_EVENTS if event.startswith(p)), None)
+    return event[len(prefix):] if prefix is not None else None
+
+
+def _session_folder(store: Store, session_id: str) -> Path:
+    """``.interlock/sessions/<id>``: beside a SQLite store's file, else in the working
+    folder."""
+    path = getattr(store, "path", None)
+    base = path.parent if isinstance(path, Path) else Path.cwd() / ".interlock"
+    return base / "sessions" / session_id
 
 
 def _status(session: Session) -> str:

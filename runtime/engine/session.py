@@ -33,8 +33,9 @@ MAX_TIMER_STEPS = 10_000
 @dataclass(frozen=True, slots=True)
 class Step:
     """What one event did: ``kind`` is "event", "timer", "rejected" (no active state
-    listens for the event; nothing changed) or, from a runner, "error" (a guard or action
-    raised; the step was rolled back; ``note`` says what in one line)."""
+    listens for the event; nothing changed), "dropped" (an invoke's completion that came
+    after its state was left; nothing changed) or, from a runner, "error" (a guard or
+    action raised; the step was rolled back; ``note`` says what in one line)."""
 
     kind: str
     event: str
@@ -48,7 +49,7 @@ class Step:
 
     @property
     def accepted(self) -> bool:
-        return self.kind != "rejected"
+        return self.kind not in ("rejected", "dropped")
 
 
 class Session:

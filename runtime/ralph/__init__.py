@@ -1,1 +1,2 @@
-"""The Ralph runner (seed 004): session folder, subagents, signal semantics."""
+"""The Ralph runner (seed 004): configuration, session folder, subagents, signal semantics,
+backpressure gates, limits and safety nets, and the live view of a session."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import random
 import signal
 import time
 from collections.abc import Callable, Coroutine
@@ -26,6 +25,7 @@ from interlock.runtime.agents.adapters import adapter_for
 from interlock.runtime.agents.base import Usage
 from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.ralph.config import RetryPolicy
+from interlock.runtime.ralph.limits import backoff_delay, is_transient
 
 
 @dataclass(slots=True)
@@ -41,13 +41,14 @@ class AgentCall:
     error: str | None = None
     attempts: int = 0
     elapsed: float = 0.0
+    output: str = ""  # stdout and stderr of a failed call, for the retry policy
 
     @property
     def ok(self) -> bool:
         return self.error is None and self.answer is not None
 
 
-Caller = Callable[[AgentConfig, str, float, RetryPolicy], Coroutine[Any, Any, AgentCall]]
+Caller = Callable[[AgentConfig, str, float | None, RetryPolicy], Coroutine[Any, Any, AgentCall]]
 
 
 def parse_answer(text: str) -> dict[str, Any] | None:
@@ -65,7 +66,7 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def run_once(config: AgentConfig, prompt: str, timeout: float) -> AgentCall:
+async def run_once(config: AgentConfig, prompt: str, timeout: float | None) -> AgentCall:
     """One attempt; CancelledError after the process group is stopped."""
     adapter = adapter_for(config)
     launch = adapter.launch(config, prompt)
@@ -85,7 +86,7 @@ async def run_once(config: AgentConfig, prompt: str, timeout: float) -> AgentCal
     except TimeoutError:
         _kill_group(proc)
         await proc.wait()
-        call.error = f"timed out after {timeout:g}s (process group killed)"
+        call.error = f"timed out after {timeout or 0:g}s (process group killed)"
         call.exit_code = proc.returncode
         call.elapsed = time.monotonic() - started
         return call
@@ -103,6 +104,7 @@ async def run_once(config: AgentConfig, prompt: str, timeout: float) -> AgentCal
     output = adapter.read(out.decode("utf-8", "replace"))
     call.text, call.usage = output.answer, output.usage
     if proc.returncode != 0 or output.error:
+        call.output = out.decode("utf-8", "replace") + err.decode("utf-8", "replace")
         tail = err.decode("utf-8", "replace").strip().splitlines()
         call.error = output.error or (f"exit {proc.returncode}" +
                                       (f": {tail[-1]}" if tail else ""))
@@ -113,17 +115,20 @@ async def run_once(config: AgentConfig, prompt: str, timeout: float) -> AgentCal
     return call
 
 
-async def call_agent(config: AgentConfig, prompt: str, timeout: float,
+async def call_agent(config: AgentConfig, prompt: str, timeout: float | None,
                      retry: RetryPolicy) -> AgentCall:
-    """Call the agent, retrying transient failures (not a timeout: a hung agent is not
-    retried)."""
+    """Call the agent, retrying the failures the ``retry:`` policy calls transient (exit
+    code or output pattern; :func:`~interlock.runtime.ralph.limits.is_transient`) after a
+    capped, jittered backoff (:func:`~interlock.runtime.ralph.limits.backoff_delay`). A
+    timeout is never retried: a hung agent would hang again."""
     attempt = 0
     while True:
         attempt += 1
         call = await run_once(config, prompt, timeout)
         call.attempts = attempt
-        transient = call.error is not None and not call.error.startswith("timed out")
+        timed_out = call.error is not None and call.error.startswith("timed out")
+        transient = (call.error is not None and not timed_out
+                     and is_transient(call.exit_code, call.output, retry))
         if not transient or attempt >= retry.attempts:
             return call
-        delay = min(retry.cap, retry.base * 2 ** (attempt - 1))
-        await asyncio.sleep(delay * (0.5 + random.random() / 2))
+        await asyncio.sleep(backoff_delay(attempt, retry))

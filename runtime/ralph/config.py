@@ -1,38 +1,63 @@
-"""The ``ralph:`` section of ``interlock.yaml`` and the agents the roles run.
+"""Ralph configuration: the ``ralph:`` key of ``interlock.yaml``.
 
-::
+Every limit here is enforced by the engine, never left to the agent::
 
     ralph:
-      knowledge_approval_timeout: 30m
-      invocation_timeout: 10m          # per subagent invocation; a hung agent is killed
+      gates:
+        - {name: tests, command: [pytest, -q], timeout: 10m}
+        - {name: lint, command: "ruff check . && mypy ."}   # a string runs under sh -c
+      gate_attempts: 2          # gate failures sent back to the Executor before [F]
       max_iterations: 5
       max_runtime: 2h
-      max_cost: 10                     # USD, as the agents report usage
-      retry: {attempts: 3, base: 1s, cap: 30s}   # transient failures (non-zero exit)
-      gates: []                        # backpressure gates (runtime/ralph/gates.py)
-    agents:
-      executor: {cli: claude, model: sonnet}
+      max_cost: 10.0            # USD
+      invocation_timeout: 20m   # one agent invocation
+      no_progress_limit: 3      # invocations in a row that change nothing
+      knowledge_approval_timeout: 10m
+      retry: {exit_codes: [75], output_patterns: ["No messages returned"],
+              attempts: 3, base_delay: 2s, max_delay: 1m}   # (base:, cap: also read)
 
-No file is needed: every role defaults to its offline demo agent.
+Defaults: no gates, ``gate_attempts: 2``, no iteration/runtime/cost limit,
+``invocation_timeout: 10m``, ``no_progress_limit: 5``, ``knowledge_approval_timeout: 1h``,
+``retry: {attempts: 3, base_delay: 200ms, max_delay: 5s}`` with no exit code or pattern
+called transient. ``null`` turns a limit off.
+
+Problems are :class:`RalphConfigError` diagnostics at ``interlock.yaml:LINE:COL``.
+
+>>> RalphConfig().gate_attempts
+2
+>>> Gate.model_validate({"name": "lint", "command": "ruff check ."}).argv
+('sh', '-c', 'ruff check .')
 """
 
 from __future__ import annotations
 
+import difflib
+import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from interlock.machines.yamlsrc import parse_yaml
-from interlock.runtime.agents.config import (
-    ROLES,
-    AgentConfig,
-    Duration,
-    load_agents,
-    resolve_agent,
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
 )
+from pydantic_core import PydanticCustomError
 
+from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
+from interlock.machines.durations import parse_duration
+from interlock.machines.yamlsrc import Path as SourcePath
+from interlock.machines.yamlsrc import SourceMap, parse_yaml
+from interlock.runtime.agents.config import ROLES, AgentConfig, load_agents, resolve_agent
+
+SECTION = "ralph"
 PROJECT_FILE = "interlock.yaml"
 IDENTITIES: dict[str, str] = {
     "orchestrator": "Ralph-Orchestrator", "planner": "Ralph-Planner",
@@ -40,55 +65,237 @@ IDENTITIES: dict[str, str] = {
     "questioner": "Ralph-Questioner", "librarian": "Ralph-Librarian",
 }
 
+CODE_UNKNOWN_KEY = "R601"
+CODE_INVALID_VALUE = "R602"
+CODE_NOT_A_MAPPING = "R603"
+CODE_INVALID_DURATION = "R604"
+CODE_INVALID_PATTERN = "R605"
+CODES: dict[str, str] = {
+    CODE_UNKNOWN_KEY: "unknown ralph setting",
+    CODE_INVALID_VALUE: "invalid value for a ralph setting",
+    CODE_NOT_A_MAPPING: "ralph: or one of its sections is not a mapping",
+    CODE_INVALID_DURATION: "invalid duration in a ralph setting",
+    CODE_INVALID_PATTERN: "invalid regular expression in retry.output_patterns",
+}
 
-class RalphConfigError(ValueError):
-    """``ralph:`` in interlock.yaml is invalid; the message names the field."""
+_DURATION = "ralph_duration"
+_PATTERN = "ralph_pattern"
+
+
+class RalphConfigError(SpecError):
+    """The ``ralph:`` configuration is invalid; carries located diagnostics."""
+
+
+def _duration(value: Any) -> float:
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise PydanticCustomError(
+            _DURATION, "a duration is a number of seconds or text like 500ms, 3m, 1h30m")
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise PydanticCustomError(_DURATION, str(exc)) from None
+    if not math.isfinite(seconds):
+        raise PydanticCustomError(_DURATION, "a duration must be a finite number of seconds")
+    return seconds
+
+
+Duration = Annotated[float, BeforeValidator(_duration)]
+Text = Annotated[str, Field(strict=True, min_length=1)]
+Count = Annotated[int, Field(strict=True, ge=1)]
+
+
+def _regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise PydanticCustomError(_PATTERN, f"{pattern!r}: {exc}") from None
+    return pattern
+
+
+Pattern = Annotated[str, Field(strict=True, min_length=1), AfterValidator(_regex)]
+
+
+def _argv(value: Any) -> Any:
+    """A string command runs under ``sh -c``; a list is the argv itself."""
+    if isinstance(value, str):
+        return ("sh", "-c", value)
+    return value
+
+
+class Gate(BaseModel):
+    """One backpressure gate: a command that must exit 0 before a task is ``[x]``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Text
+    command: Annotated[tuple[Text, ...], BeforeValidator(_argv), Field(min_length=1)]
+    timeout: Duration = 600.0
+    cwd: Text | None = None  # relative to the project folder
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return self.command
 
 
 class RetryPolicy(BaseModel):
-    """Transient failures (non-zero exit, spawn error) are retried with capped, jittered
-    exponential backoff."""
+    """Transient agent failures: which exits or output mean "try again", and how often."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    attempts: int = Field(default=3, ge=1)
-    base: Duration = 0.2
-    cap: Duration = 5.0
+
+    exit_codes: tuple[Annotated[int, Field(strict=True)], ...] = ()
+    output_patterns: tuple[Pattern, ...] = ()
+    attempts: Count = 3  # tries in all, the first included
+    base_delay: Duration = Field(default=0.2, validation_alias=AliasChoices("base_delay", "base"))
+    max_delay: Duration = Field(default=5.0, validation_alias=AliasChoices("max_delay", "cap"))
+
+    @property
+    def base(self) -> float:
+        """``base_delay`` (the name the runner's first agent call used)."""
+        return self.base_delay
+
+    @property
+    def cap(self) -> float:
+        """``max_delay``."""
+        return self.max_delay
+
+    @model_validator(mode="after")
+    def _delays(self) -> RetryPolicy:
+        if self.max_delay < self.base_delay:
+            raise PydanticCustomError(
+                "ralph_delays", "retry.max_delay must not be below retry.base_delay")
+        return self
 
 
 class RalphConfig(BaseModel):
-    """Limits, retry policy, gates and the knowledge approval timeout of Ralph runs."""
+    """The ``ralph:`` section. ``None`` for a limit means no such limit."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gates: tuple[Gate, ...] = ()
+    gate_attempts: Count = 2
     knowledge_approval_timeout: Duration = 3600.0
-    invocation_timeout: Duration = 600.0
-    max_iterations: int | None = Field(default=None, ge=1)
+    max_iterations: Count | None = None
     max_runtime: Duration | None = None
-    max_cost: float | None = Field(default=None, ge=0)
+    max_cost: Annotated[float, Field(ge=0)] | None = None
+    invocation_timeout: Duration | None = 600.0
+    no_progress_limit: Count | None = 5
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    gates: list[Any] = Field(default_factory=list)
 
     def with_overrides(self, **fields: Any) -> RalphConfig:
-        return self.model_copy(update={k: v for k, v in fields.items() if v is not None})
+        """This configuration with the given settings (None: keep), validated again (the
+        CLI's ``--max-iterations 3``, ``--max-runtime 1h``...). Raises
+        :class:`RalphConfigError` naming the option."""
+        given = {k: v for k, v in fields.items() if v is not None}
+        data = {**self.model_dump(exclude_unset=True), **given}
+        try:
+            return RalphConfig.model_validate(data)
+        except ValidationError as exc:
+            raise RalphConfigError([error(
+                CODE_INVALID_VALUE, f"invalid value for --{str(e['loc'][0]).replace('_', '-')}"
+                f": {str(e['msg']).replace('Input should be', 'expected')}",
+                Mark("<command line>", 1, 1)) for e in exc.errors()]) from None
+
+    @field_validator("gates")
+    @classmethod
+    def _unique(cls, gates: tuple[Gate, ...]) -> tuple[Gate, ...]:
+        seen: set[str] = set()
+        for gate in gates:
+            if gate.name in seen:
+                raise PydanticCustomError("ralph_duplicate",
+                                          f"two gates are named {gate.name!r}")
+            seen.add(gate.name)
+        return gates
 
 
-def load_ralph_config(root: Path) -> RalphConfig:
-    """``ralph:`` of ``ROOT/interlock.yaml`` (defaults when absent)."""
-    file = root / PROJECT_FILE
+# ---------------------------------------------------------------------------------------
+# pydantic errors -> located diagnostics
+
+
+
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    if loc[:1] == ("gates",):
+        return list(Gate.model_fields)
+    if loc[:1] == ("retry",):
+        return list(RetryPolicy.model_fields)
+    return list(RalphConfig.model_fields)
+
+
+def _diagnostic(err: Any, base: SourcePath, source: SourceMap) -> Diagnostic:
+    loc: tuple[Any, ...] = tuple(err["loc"])
+    at: SourcePath = (*base, *loc)
+    while len(at) > len(base) and not source.has(at) and not isinstance(at[-1], str):
+        at = at[:-1]
+    kind = err["type"]
+    name = ".".join(str(p) for p in at)
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        keys = _known_keys(loc)
+        close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else "expected one of: " + ", ".join(keys)
+        where = ".".join(str(p) for p in at[:-1])
+        return error(CODE_UNKNOWN_KEY, f"unknown key {key!r} in {where}", source.key(at), hint)
+    if kind == "missing":
+        return error(CODE_INVALID_VALUE, f"{name} is required", source.key(at[:-1]))
+    if kind == _DURATION:
+        return error(CODE_INVALID_DURATION, f"invalid duration for {name}: {err['msg']}",
+                     source.value(at))
+    if kind == _PATTERN:
+        return error(CODE_INVALID_PATTERN, f"invalid regular expression in {name}: "
+                     f"{err['msg']}", source.value(at))
+    message = str(err["msg"]).replace("Input should be", "expected")
+    if kind.startswith("ralph_") or "input" not in err:
+        return error(CODE_INVALID_VALUE, f"invalid value for {name}: {message}",
+                     source.value(at))
+    shown = repr(err.get("input"))
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return error(CODE_INVALID_VALUE, f"invalid value for {name}: {message}, got {shown}",
+                 source.value(at))
+
+
+def parse_ralph(data: Any, source: SourceMap | None = None,
+                base: SourcePath = (SECTION,)) -> RalphConfig:
+    """Validate the ``ralph:`` mapping (None: the defaults). Raises
+    :class:`RalphConfigError` with every problem, each at its file:line:col."""
+    source = source if source is not None else SourceMap("<string>")
+    if data is None:
+        return RalphConfig()
+    if not isinstance(data, Mapping):
+        raise RalphConfigError([error(
+            CODE_NOT_A_MAPPING, f"{'.'.join(map(str, base))} must be a mapping of settings, "
+            f"got {type(data).__name__}", source.value(base),
+            "for example: ralph: {max_iterations: 5, gates: [{name: tests, command: [pytest]}]}"
+        )])
+    try:
+        return RalphConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        raise RalphConfigError([_diagnostic(e, base, source) for e in exc.errors()]) from None
+
+
+def load_ralph_config(path: Path | str) -> RalphConfig:
+    """The settings under ``ralph:`` in the project file at ``path`` (a folder: its
+    interlock.yaml); the defaults when the file or the key is absent. Raises
+    :class:`RalphConfigError` (``FILE:LINE:COL: ...``)."""
+    file = Path(path)
+    if file.is_dir():
+        file = file / PROJECT_FILE
     if not file.exists():
         return RalphConfig()
-    document = parse_yaml(file.read_bytes(), str(file))
-    data = document.data.get("ralph") if isinstance(document.data, Mapping) else None
     try:
-        return RalphConfig.model_validate(data or {})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in ("ralph", *first["loc"]))
-        mark = document.source.value(("ralph", *first["loc"]))
-        raise RalphConfigError(f"{mark}: {where}: {first['msg']}") from None
+        raw = file.read_bytes()
+    except OSError as exc:
+        reason = "is a directory" if file.is_dir() else f"cannot be read: {exc.strerror or exc}"
+        raise RalphConfigError([error("Y011", f"the project file {reason}",
+                                      Mark(str(file), 1, 1))]) from None
+    try:
+        document = parse_yaml(raw, str(file))
+    except SpecError as exc:
+        raise RalphConfigError(exc.diagnostics) from None
+    data = document.data.get(SECTION) if isinstance(document.data, Mapping) else None
+    return parse_ralph(data, document.source, (SECTION,))
 
 
 def role_agents(root: Path) -> dict[str, AgentConfig]:
-    """The agent each role runs: ``agents:`` of interlock.yaml, else the demo role."""
+    """The agent each role runs: ``agents:`` of ROOT/interlock.yaml, else the demo role."""
     agents = load_agents(root / PROJECT_FILE)
     found = {role: resolve_agent(role, agents) for role in ROLES}
     return {role: config for role, config in found.items() if config is not None}

@@ -39,6 +39,7 @@ from interlock.runtime.ralph.agent_call import Caller
 from interlock.runtime.ralph.bindings import ORCHESTRATOR, make_bindings
 from interlock.runtime.ralph.config import RalphConfig, role_agents
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
+from interlock.runtime.ralph.limits import SessionLimits, progress_digest
 from interlock.runtime.ralph.subagent import Outcome, Subagent
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SignalError, parse_signal
@@ -112,7 +113,10 @@ class RalphRun:
         self.task: asyncio.Task[Outcome] | None = None
         self.task_seq: int | None = None
         self.limit: str | None = None
-        self.cost = 0.0
+        self.stop_info: dict[str, Any] | None = None
+        saved = self.folder.metadata().get("limits")
+        self.limits = (SessionLimits.from_json(config, saved) if isinstance(saved, dict)
+                       else SessionLimits(config, time.time()))
         self.state = ""
         self._changed = asyncio.Event()
 
@@ -139,7 +143,7 @@ class RalphRun:
         queue = open_store(self.store_url, self.root)
         try:
             runner = await asyncio.to_thread(self._open, store)
-            self.folder.update_metadata(status="running", stop_reason=None, runner=None)
+            self.folder.update_metadata(status="running", stop_reason=None, stop=None)
             self.note(f"ralph session {self.folder.id} [{ralph_state(runner.active)}]")
             changed = asyncio.Event()
             changed.set()
@@ -178,7 +182,7 @@ class RalphRun:
             outcome = "aborted" if meta.get("status") == "aborted" else "completed"
             return RalphResult(self.folder.id, outcome)
         if self.limit is not None:
-            self.folder.update_metadata(stop_reason=self.limit)
+            self.folder.update_metadata(stop=self.stop_info, stop_reason=self.limit)
             return RalphResult(self.folder.id, "limit", self.limit)
         if kind == "failed":
             self.folder.update_metadata(status="failed", stop_reason=reason)
@@ -207,7 +211,11 @@ class RalphRun:
                 await self._cancel_task()
             elif self.task.done():
                 outcome = self.task.result()
-                self.cost += outcome.cost_usd
+                n = int(ctx.get("iteration", 1))
+                digest = await asyncio.to_thread(
+                    progress_digest, self.root, self.folder.iteration(n) / "progress.md")
+                self.limits.invocation_done(digest, outcome.cost_usd)
+                self.folder.update_metadata(limits=self.limits.to_json())
                 seq = self.task_seq or 0
                 self.task = None
                 await asyncio.to_thread(queue.offer, self.folder.id, outcome.event(),
@@ -231,16 +239,14 @@ class RalphRun:
             runner.wake()
 
     def _over_limit(self, ctx: Any) -> bool:
-        cfg = self.config
-        iteration = int(ctx.get("iteration", 1))
-        if cfg.max_iterations is not None and iteration > cfg.max_iterations:
-            self.limit = f"max_iterations: iteration {iteration} > {cfg.max_iterations}"
-        elif cfg.max_runtime is not None and time.monotonic() - self.started > cfg.max_runtime:
-            self.limit = f"max_runtime: ran longer than {cfg.max_runtime:g}s"
-        elif cfg.max_cost is not None and self.cost > cfg.max_cost:
-            self.limit = f"max_cost: spent {self.cost:.4f} USD > {cfg.max_cost:g}"
-        return self.limit is not None
-
+        """The engine's limits (:mod:`interlock.runtime.ralph.limits`), checked before
+        every invocation: the session stops, resumable, with ``stop:`` in metadata.yaml."""
+        self.limits.iterations_done = max(0, int(ctx.get("iteration", 1)) - 1)
+        reason = self.limits.check(time.time())
+        if reason is not None:
+            self.limit = reason.detail
+            self.stop_info = reason.to_json()
+        return reason is not None
     def _start(self, invocation: dict[str, Any], ctx: Any) -> None:
         role = str(invocation["role"])
         agent = self.agents[role]

@@ -10,6 +10,7 @@ from interlock.runtime.store.base import (
     AgentRecord,
     DeadLetter,
     InboxItem,
+    InvocationRecord,
     JournalEntry,
     Lease,
     SessionNotFound,
@@ -25,6 +26,8 @@ SESSION_COLUMNS = (
 JOURNAL_COLUMNS = "seq, at, kind, event, data, before_states, after_states, note"
 INBOX_COLUMNS = "id, session_id, event, data, enqueued_at"
 AGENT_COLUMNS = "id, pgid, pid, owner, argv, started_at, session_id"
+INVOCATION_COLUMNS = ("id, session_id, invoke, state, argv, spool, started_at, pid, pgid,"
+                      " start_ticks, outcome, reason, ended_at")
 DEAD_COLUMNS = "id, session_id, kind, event, data, failed_at, error"
 
 Decode = Callable[[Any], Any]  # a JSON column as the driver returns it -> Python
@@ -85,6 +88,31 @@ def agent_from(values: Sequence[Any]) -> AgentRecord:
         id=values[0], pgid=int(values[1]), pid=int(values[2]), owner=values[3],
         argv=tuple(json.loads(values[4])), started_at=float(values[5]), session_id=values[6],
     )
+
+
+def invocation_params(record: InvocationRecord) -> tuple[Any, ...]:
+    return (
+        record.id, record.session_id, record.invoke, record.state, dumps(list(record.argv)),
+        record.spool, record.started_at, record.pid, record.pgid, record.start_ticks,
+        record.outcome, record.reason, record.ended_at,
+    )
+
+
+def invocation_from(values: Sequence[Any]) -> InvocationRecord:
+    """An InvocationRecord from INVOCATION_COLUMNS; argv is JSON text on both backends."""
+    def optional(value: Any, kind: Callable[[Any], Any]) -> Any:
+        return None if value is None else kind(value)
+
+    return InvocationRecord(
+        id=values[0], session_id=values[1], invoke=values[2], state=values[3],
+        argv=tuple(json.loads(values[4])), spool=values[5], started_at=float(values[6]),
+        pid=optional(values[7], int), pgid=optional(values[8], int), start_ticks=values[9],
+        outcome=values[10], reason=values[11], ended_at=optional(values[12], float),
+    )
+
+
+def invocation_exists(invocation_id: str) -> StoreError:
+    return StoreError(f"an invocation {invocation_id!r} already exists")
 
 
 def agent_exists(agent_id: str) -> StoreError:

@@ -136,6 +136,28 @@ class AgentRecord:
     session_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class InvocationRecord:
+    """One agent an invoking state started (runtime/engine/invoke.py): what ran, where its
+    output is spooled, and how it ended. ``pid``/``pgid``/``start_ticks`` are set once the
+    process runs (pid + start time name it for good); ``outcome`` is None while it is in
+    flight, then ``done``, ``error``, ``cancelled``, ``interrupted`` or ``dropped``."""
+
+    id: str  # also INTERLOCK_DISPATCH_ID in the agent's environment
+    session_id: str
+    invoke: str  # the InvokeIR id
+    state: str
+    argv: tuple[str, ...]
+    spool: str  # the folder holding the agent's stdin, stdout, stderr and exit status
+    started_at: float
+    pid: int | None = None
+    pgid: int | None = None
+    start_ticks: str | None = None
+    outcome: str | None = None
+    reason: str | None = None
+    ended_at: float | None = None
+
+
 # What a session row's ``status`` holds. Whether an active session is running or stopped
 # is not stored: it depends on its lease (see runtime/engine/lifecycle.py).
 STORED_STATUSES = ("active", "failed", "finished", "cancelled")
@@ -252,6 +274,25 @@ class Store(Protocol):
 
     def agents(self) -> builtins.list[AgentRecord]:
         """Every record, by started_at then id: after a crash, the groups to stop."""
+
+    def record_invocation(self, record: InvocationRecord) -> None:
+        """Remember an invocation before its process starts; StoreError if ``record.id``
+        is taken, SessionNotFound if its session does not exist."""
+
+    def invocation_started(self, invocation_id: str, pid: int, pgid: int,
+                           start_ticks: str) -> None:
+        """Note the process an invocation runs as (a restart of it may note another);
+        no-op if there is no such invocation."""
+
+    def end_invocation(self, invocation_id: str, outcome: str, reason: str | None,
+                       at: float) -> bool:
+        """Set the outcome of an invocation still in flight; False (nothing written) if it
+        already has one or does not exist: the first outcome stands."""
+
+    def invocations(self, session_id: str, *,
+                    in_flight: bool = False) -> builtins.list[InvocationRecord]:
+        """The session's invocations by started_at then id (only those without an
+        outcome when ``in_flight``); SessionNotFound if there is no such session."""
 
     def close(self) -> None: ...
 

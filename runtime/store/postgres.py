@@ -24,6 +24,7 @@ from interlock.runtime.store._common import (
     AGENT_COLUMNS,
     DEAD_COLUMNS,
     INBOX_COLUMNS,
+    INVOCATION_COLUMNS,
     JOURNAL_COLUMNS,
     SESSION_COLUMNS,
     agent_exists,
@@ -37,6 +38,9 @@ from interlock.runtime.store._common import (
     dumps,
     entry_from,
     fence,
+    invocation_exists,
+    invocation_from,
+    invocation_params,
     item_from,
     journal_params,
     lease_from,
@@ -50,6 +54,7 @@ from interlock.runtime.store.base import (
     CancelRequest,
     DeadLetter,
     InboxItem,
+    InvocationRecord,
     JournalEntry,
     Lease,
     SessionExists,
@@ -148,6 +153,24 @@ MIGRATIONS: list[tuple[str, ...]] = [
             error TEXT NOT NULL
         )""",
         "CREATE INDEX dead_letters_by_session ON dead_letters (session_id, id)",
+    ),
+    (  # 5: invoked agents of sessions (runtime/engine/invoke.py), kept with their session
+        """CREATE TABLE invocations (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            invoke TEXT NOT NULL,
+            state TEXT NOT NULL,
+            argv TEXT NOT NULL,
+            spool TEXT NOT NULL,
+            started_at DOUBLE PRECISION NOT NULL,
+            pid INTEGER,
+            pgid INTEGER,
+            start_ticks TEXT,
+            outcome TEXT,
+            reason TEXT,
+            ended_at DOUBLE PRECISION
+        )""",
+        "CREATE INDEX invocations_by_session ON invocations (session_id, started_at, id)",
     ),
 ]
 
@@ -650,6 +673,70 @@ class PostgresStore:
                 f'SELECT {AGENT_COLUMNS} FROM agents ORDER BY started_at, id COLLATE "C"'
             ).fetchall()
             return [agent_from(values) for values in rows]
+
+        return self._run(body, _rerun)
+
+    def record_invocation(self, record: InvocationRecord) -> None:
+        values = invocation_params(record)
+        marks = ", ".join(["%s"] * 13)
+
+        def body(conn: Conn) -> bool:
+            self._require(conn, record.session_id)
+            inserted = conn.execute(
+                f"INSERT INTO invocations ({INVOCATION_COLUMNS}) VALUES ({marks})"
+                " ON CONFLICT (id) DO NOTHING RETURNING 1", values,
+            ).fetchone()
+            if inserted is None:
+                raise invocation_exists(record.id)
+            return True
+
+        def resolve(conn: Conn) -> bool | None:
+            stored = conn.execute(f"SELECT {INVOCATION_COLUMNS} FROM invocations WHERE id = %s",
+                                  (record.id,)).fetchone()
+            if stored is None:
+                return None  # not applied: record again
+            if invocation_from(stored) == record:
+                return True
+            raise invocation_exists(record.id)
+
+        self._run(body, resolve)
+
+    def invocation_started(self, invocation_id: str, pid: int, pgid: int,
+                           start_ticks: str) -> None:
+        def body(conn: Conn) -> None:
+            conn.execute("UPDATE invocations SET pid = %s, pgid = %s, start_ticks = %s"
+                         " WHERE id = %s", (pid, pgid, start_ticks, invocation_id))
+
+        self._run(body, _rerun)
+
+    def end_invocation(self, invocation_id: str, outcome: str, reason: str | None,
+                       at: float) -> bool:
+        def body(conn: Conn) -> bool:
+            ended = conn.execute(
+                "UPDATE invocations SET outcome = %s, reason = %s, ended_at = %s"
+                " WHERE id = %s AND outcome IS NULL RETURNING 1",
+                (outcome, reason, at, invocation_id)).fetchone()
+            return ended is not None
+
+        def resolve(conn: Conn) -> bool | None:
+            stored = conn.execute("SELECT outcome, reason, ended_at FROM invocations"
+                                  " WHERE id = %s", (invocation_id,)).fetchone()
+            if stored is None or stored[0] is None:
+                return None  # not applied: end it again
+            return bool(tuple(stored) == (outcome, reason, at))
+
+        return self._run(body, resolve)
+
+    def invocations(self, session_id: str, *,
+                    in_flight: bool = False) -> builtins.list[InvocationRecord]:
+        def body(conn: Conn) -> builtins.list[InvocationRecord]:
+            self._require(conn, session_id)
+            rows = conn.execute(  # COLLATE "C": ids in byte order, as SQLite sorts them
+                f"SELECT {INVOCATION_COLUMNS} FROM invocations WHERE session_id = %s"
+                + (" AND outcome IS NULL" if in_flight else "")
+                + ' ORDER BY started_at, id COLLATE "C"', (session_id,),
+            ).fetchall()
+            return [invocation_from(values) for values in rows]
 
         return self._run(body, _rerun)
 

@@ -21,6 +21,7 @@ from interlock.runtime.store._common import (
     AGENT_COLUMNS,
     DEAD_COLUMNS,
     INBOX_COLUMNS,
+    INVOCATION_COLUMNS,
     JOURNAL_COLUMNS,
     SESSION_COLUMNS,
     agent_exists,
@@ -34,6 +35,9 @@ from interlock.runtime.store._common import (
     dumps,
     entry_from,
     fence,
+    invocation_exists,
+    invocation_from,
+    invocation_params,
     item_from,
     journal_params,
     lease_from,
@@ -47,6 +51,7 @@ from interlock.runtime.store.base import (
     CancelRequest,
     DeadLetter,
     InboxItem,
+    InvocationRecord,
     JournalEntry,
     Lease,
     SessionExists,
@@ -136,6 +141,24 @@ MIGRATIONS: list[tuple[str, ...]] = [
             error TEXT NOT NULL
         )""",
         "CREATE INDEX dead_letters_by_session ON dead_letters (session_id, id)",
+    ),
+    (  # 5: invoked agents of sessions (runtime/engine/invoke.py), kept with their session
+        """CREATE TABLE invocations (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            invoke TEXT NOT NULL,
+            state TEXT NOT NULL,
+            argv TEXT NOT NULL,
+            spool TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            pid INTEGER,
+            pgid INTEGER,
+            start_ticks TEXT,
+            outcome TEXT,
+            reason TEXT,
+            ended_at REAL
+        )""",
+        "CREATE INDEX invocations_by_session ON invocations (session_id, started_at, id)",
     ),
 ]
 
@@ -542,6 +565,49 @@ class SqliteStore:
             rows = conn.execute(f"SELECT {AGENT_COLUMNS} FROM agents"
                                 " ORDER BY started_at, id").fetchall()
             return [agent_from(values) for values in rows]
+
+        return self._read(body)
+
+    def record_invocation(self, record: InvocationRecord) -> None:
+        values = invocation_params(record)
+
+        def body(conn: sqlite3.Connection) -> None:
+            self._require(conn, record.session_id)
+            if conn.execute("SELECT 1 FROM invocations WHERE id = ?", (record.id,)).fetchone():
+                raise invocation_exists(record.id)
+            conn.execute(f"INSERT INTO invocations ({INVOCATION_COLUMNS})"
+                         f" VALUES ({_marks(13)})", values)
+
+        self._write(body)
+
+    def invocation_started(self, invocation_id: str, pid: int, pgid: int,
+                           start_ticks: str) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE invocations SET pid = ?, pgid = ?, start_ticks = ?"
+                         " WHERE id = ?", (pid, pgid, start_ticks, invocation_id))
+
+        self._write(body)
+
+    def end_invocation(self, invocation_id: str, outcome: str, reason: str | None,
+                       at: float) -> bool:
+        def body(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "UPDATE invocations SET outcome = ?, reason = ?, ended_at = ?"
+                " WHERE id = ? AND outcome IS NULL", (outcome, reason, at, invocation_id))
+            return cursor.rowcount == 1
+
+        return self._write(body)
+
+    def invocations(self, session_id: str, *,
+                    in_flight: bool = False) -> builtins.list[InvocationRecord]:
+        def body(conn: sqlite3.Connection) -> builtins.list[InvocationRecord]:
+            self._require(conn, session_id)
+            rows = conn.execute(
+                f"SELECT {INVOCATION_COLUMNS} FROM invocations WHERE session_id = ?"
+                + (" AND outcome IS NULL" if in_flight else "")
+                + " ORDER BY started_at, id", (session_id,),
+            ).fetchall()
+            return [invocation_from(values) for values in rows]
 
         return self._read(body)
 

@@ -218,7 +218,7 @@ def test_max_iterations_stops_an_agent_that_never_finishes(tmp_path: Path) -> No
     project(tmp_path, "reviewer: {cli: demo, script: reject.yaml}", request="write it")
     done = cli(tmp_path, "ralph", "run", "s", "--max-iterations", "2")
     assert done.returncode == 3, done.stderr
-    assert "max_iterations" in meta(tmp_path)["stop_reason"]
+    assert meta(tmp_path)["stop"]["reason"] == "max_iterations"
 
 
 def test_a_hung_agent_is_killed_by_the_invocation_timeout(tmp_path: Path) -> None:
@@ -228,14 +228,15 @@ def test_a_hung_agent_is_killed_by_the_invocation_timeout(tmp_path: Path) -> Non
     done = cli(tmp_path, "ralph", "run", "s")
     assert done.returncode == 3, done.stderr
     assert "timed out after 1s" in progress(tmp_path)
-    assert "max_iterations" in meta(tmp_path)["stop_reason"]
+    assert meta(tmp_path)["stop"]["reason"] == "max_iterations"
     assert processes_in(tmp_path) == []
 
 
 def test_a_transient_failure_is_retried(tmp_path: Path) -> None:
     (tmp_path / "flaky.yaml").write_text("fail_times: 2\n")
     project(tmp_path, "executor: {cli: demo, script: flaky.yaml}",
-            ralph="retry: {attempts: 3, base: 10ms, cap: 50ms}", request="write it")
+            ralph="retry: {exit_codes: [1], attempts: 3, base: 10ms, cap: 50ms}",
+            request="write it")
     done = cli(tmp_path, "ralph", "run", "s")
     assert done.returncode == 0, done.stderr
     assert "[x] T1" in progress(tmp_path)

@@ -56,8 +56,8 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite://{tmp_path / 'state.db'}"
     url: str = request.getfixturevalue("pg_url")
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("TRUNCATE sessions, journal, inbox, agents, deliveries, dead_letters"
-                     " RESTART IDENTITY")
+        conn.execute("TRUNCATE sessions, journal, inbox, agents, deliveries, dead_letters,"
+                     " invocations RESTART IDENTITY")
     return url
 
 

@@ -24,7 +24,13 @@ from interlock.runtime.store import (
 )
 from interlock.runtime.store import postgres as postgres_module
 from interlock.runtime.store import sqlite as sqlite_module
-from interlock.runtime.store.base import AgentRecord, CancelRequest, DeadLetter, InboxItem
+from interlock.runtime.store.base import (
+    AgentRecord,
+    CancelRequest,
+    DeadLetter,
+    InboxItem,
+    InvocationRecord,
+)
 
 from support.store_helpers import (
     commit_worker,
@@ -519,6 +525,71 @@ def schema_version(target: str) -> int:
     return int(found[0][0])
 
 
+# -- invocations ------------------------------------------------------------------------------
+
+
+def invocation(invocation_id: str = "i1", started_at: float = 5.0,
+               **changes: Any) -> InvocationRecord:
+    values: dict[str, Any] = {
+        "id": invocation_id, "session_id": "s1", "invoke": "review", "state": "reviewing",
+        "argv": ("python", "agent.py", "--say", "it's"), "spool": "/tmp/x/1-review",
+        "started_at": started_at,
+    }
+    values.update(changes)
+    return InvocationRecord(**values)
+
+
+def test_invocations_round_trip_and_end_once(store: Store) -> None:
+    store.create(row("s1"), created())
+    assert store.invocations("s1") == []
+    store.record_invocation(invocation("i2", started_at=7.0))
+    store.record_invocation(invocation("i1"))
+    store.invocation_started("i1", pid=101, pgid=101, start_ticks="123456")
+    store.invocation_started("nope", pid=1, pgid=1, start_ticks="1")  # no-op
+    started = invocation("i1", pid=101, pgid=101, start_ticks="123456")
+    assert store.invocations("s1") == [started, invocation("i2", started_at=7.0)]
+    assert store.end_invocation("i1", "error", "timeout", 9.5)
+    assert not store.end_invocation("i1", "done", None, 9.6)  # the first outcome stands
+    assert not store.end_invocation("nope", "done", None, 9.6)
+    ended = invocation("i1", pid=101, pgid=101, start_ticks="123456", outcome="error",
+                       reason="timeout", ended_at=9.5)
+    assert store.invocations("s1") == [ended, invocation("i2", started_at=7.0)]
+    assert store.invocations("s1", in_flight=True) == [invocation("i2", started_at=7.0)]
+
+
+def test_a_taken_invocation_id_or_a_missing_session_is_refused(store: Store) -> None:
+    with pytest.raises(SessionNotFound):
+        store.record_invocation(invocation())
+    with pytest.raises(SessionNotFound):
+        store.invocations("s1")
+    store.create(row("s1"), created())
+    store.record_invocation(invocation())
+    with pytest.raises(StoreError, match="already exists"):
+        store.record_invocation(invocation(state="other"))
+    assert store.invocations("s1") == [invocation()]
+
+
+def test_a_store_from_before_invocations_is_migrated(
+        empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
+    steps = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", steps[:4])  # version 4: no invocations table
+    old = open_store(empty_target, Path.cwd())
+    try:
+        old.create(row("s1"), created())
+    finally:
+        old.close()
+    monkeypatch.setattr(module, "MIGRATIONS", steps)
+    store = open_store(empty_target, Path.cwd())
+    try:
+        assert schema_version(empty_target) == len(steps) == 5
+        assert store.get("s1") == row("s1")
+        store.record_invocation(invocation())
+        assert store.invocations("s1", in_flight=True) == [invocation()]
+    finally:
+        store.close()
+
+
 def test_a_store_from_before_agent_records_is_migrated(
         empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
@@ -558,7 +629,7 @@ def test_a_store_from_before_deliveries_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 4
+        assert schema_version(empty_target) == len(steps) == 5
         assert store.get("s1") == row("s1", status="active")  # renamed by schema 4
         assert store.journal("s1", after_seq=-1) == [created()]
         assert store.inbox("s1") == [InboxItem(queued, "s1", "start", {"by": "cli"}, 5.0)]
@@ -587,7 +658,7 @@ def test_a_store_from_before_the_lifecycle_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 4
+        assert schema_version(empty_target) == len(steps) == 5
         assert [r.status for r in store.list()] == ["active", "finished", "failed"]
         assert store.dead_letters("s1") == [] and store.cancel_request("s1") is None
         assert store.holder("s1") is None

@@ -1,0 +1,491 @@
+"""Invoke: agents started when their state is entered and cancelled when it is left.
+
+The runner owns one :class:`Invoker` per session whose spec has ``invoke:`` states. After
+every committed step the runner calls :meth:`Invoker.reconcile` with the new
+configuration: invocations of states no longer active are cancelled first (process group
+TERM -> KILL, journaled ``cancelled``), then the invokes of active states without one
+start (journaled ``invoked``: argv, pid, start time, spool folder). The agents run on
+the invoker's own event loop (a thread), so the session keeps taking events, timers and
+signals meanwhile. A finished agent becomes ``done.invoke.<id>`` or
+``error.invoke.<id>``, offered to the session's inbox keyed by the invocation id (a
+re-delivery after a crash never applies twice), and the runner is woken at once.
+
+Every invocation is a row of the store's ``invocations`` table, written before its
+process starts. A runner that resumes a session after a crash applies each in-flight
+invocation's ``on_resume``: ``adopt`` reattaches to the same process (same pid and start
+time) and reads its spooled output from the start, ``restart`` stops what is left and
+starts exactly one new one, ``fail`` stops it and raises ``error.invoke.<id>`` with
+reason ``runner_lost``. See docs/invoke.md.
+
+``agent:`` invokes go through an :data:`AgentResolver` the caller passes in (the seam to
+``runtime/agents``); ``command:`` invokes need none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from interlock.machines.durations import parse_duration
+from interlock.machines.ir import InvokeIR, MachineIR, OnResume
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
+from interlock.runtime.agents.prompts import PromptError, render_prompt
+from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.dispatch.polling import AgentCommand
+from interlock.runtime.dispatch.process import SpawnOptions
+from interlock.runtime.dispatch.result import DispatchResult
+from interlock.runtime.engine.clock import Clock
+from interlock.runtime.engine.invoke_process import Spool, SpooledAgent, SpooledDispatch, stop_group
+from interlock.runtime.store.base import InvocationRecord, Store
+
+REASONS = ("spawn_error", "exit_nonzero", "timeout", "invalid_answer", "runner_lost")
+START_WAIT = 10.0  # longest wait for an agent's process to be started and recorded
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedAgent:
+    """What an ``agent:`` invoke runs: the launch, how to read its stdout into the
+    answer text and usage (an adapter's ``read``; None: stdout is the answer), and the
+    agent's own dispatch settings (None: the invoker's)."""
+
+    launch: AgentLaunch
+    read: Callable[[str], AgentOutput] | None = None
+    config: PollingConfiguration | None = None
+
+
+# (agent name from interlock.yaml, rendered prompt) -> what to run. Connected to
+# runtime/agents as: config = resolve_agent(name, load_agents(path)); adapter =
+# adapter_for(config); ResolvedAgent(adapter.launch(config, prompt), adapter.read,
+# polling_for(config, base)).
+AgentResolver = Callable[[str, str], ResolvedAgent]
+
+
+class InvokeError(Exception):
+    """An invoke cannot be started as written (a template error, an unknown agent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InvokeNote:
+    """A journal line the runner writes for the invoker: ``kind`` is one of invoked,
+    adopted, restarted, cancelled, interrupted, dropped, lost."""
+
+    kind: str
+    invoke: str
+    data: Mapping[str, Any]
+    note: str | None = None
+
+
+@dataclass
+class _Flight:
+    record: InvocationRecord
+    invoke: InvokeIR
+    task: asyncio.Future[DispatchResult] | None = None
+    dispatch: SpooledDispatch | None = None
+    finished: bool = False
+    started: threading.Event = field(default_factory=threading.Event)
+
+
+class Invoker:
+    """The invocations of one session (see the module docstring). Thread-safe entry
+    points: :meth:`reconcile`, :meth:`recover`, :meth:`current`, :meth:`in_flight`,
+    :meth:`shutdown`."""
+
+    def __init__(self, store: Store, session_id: str, ir: MachineIR, *, spec_path: str,
+                 folder: Path, clock: Clock, wake: Callable[[], None],
+                 config: PollingConfiguration | None = None,
+                 resolver: AgentResolver | None = None) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.ir = ir
+        self.spec_dir = Path(spec_path).parent
+        self.folder = folder / "invocations"
+        self.clock = clock
+        self.wake = wake
+        self.config = config or PollingConfiguration()
+        self.resolver = resolver
+        self._flights: dict[str, _Flight] = {}  # invoke id -> the current invocation
+        self._lock = threading.RLock()  # reconcile/recover/shutdown, one at a time
+        self._settling = threading.Lock()  # a flight's finished flag
+        self._closed = False  # set by shutdown(): nothing starts any more
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever,
+                                        name=f"invoke-{session_id}", daemon=True)
+        self._thread.start()
+
+    # -- queries ----------------------------------------------------------------------
+
+    def in_flight(self) -> list[InvocationRecord]:
+        """Invocations whose agent still runs (for "is the session idle?")."""
+        with self._lock:
+            return [f.record for f in self._flights.values() if not f.finished]
+
+    def current(self, invoke_id: str) -> str | None:
+        """The invocation id whose completion the session takes for ``invoke_id``."""
+        with self._lock:
+            flight = self._flights.get(invoke_id)
+            return flight.record.id if flight is not None else None
+
+    # -- reconciling ------------------------------------------------------------------
+
+    def reconcile(self, active: Sequence[str], context: Mapping[str, Any]) -> list[InvokeNote]:
+        """Cancel the invocations of states left, then start those of states entered."""
+        wanted = {inv.id: inv for sid in active
+                  if (inv := self.ir.states[sid].invoke) is not None}
+        notes: list[InvokeNote] = []
+        with self._lock:
+            if self._closed:
+                return []
+            for invoke_id in [i for i in self._flights if i not in wanted]:
+                notes += self._cancel(self._flights.pop(invoke_id), "cancelled",
+                                      deferred=True)
+            for invoke_id, invoke in wanted.items():
+                if invoke_id not in self._flights:
+                    notes.append(self._start(invoke, context))
+        return notes
+
+    def recover(self, active: Sequence[str], context: Mapping[str, Any]) -> list[InvokeNote]:
+        """On resume: settle what a dead runner left in flight (per ``on_resume``), then
+        reconcile. Invocations of states no longer active are stopped."""
+        notes: list[InvokeNote] = []
+        active_set = set(active)
+        with self._lock:
+            if self._closed:
+                return []
+            # newest first: only an invoke's latest invocation can still be its current one
+            for record in reversed(self.store.invocations(self.session_id, in_flight=True)):
+                invoke = self._invoke(record.invoke)
+                now = self.clock.now()
+                if self.store.delivered(self.session_id, record.id):
+                    self.store.end_invocation(record.id, "delivered", None, now)
+                    # the event is queued or consumed; a consumed one left the state, or the
+                    # state ignored it: either way this entry's invoke has answered
+                    if invoke is not None and record.state in active_set:
+                        self._flights[record.invoke] = _Flight(record, invoke, finished=True)
+                    continue
+                if invoke is None or record.state not in active_set \
+                        or record.invoke in self._flights:
+                    self._stop_left(record)
+                    self.store.end_invocation(record.id, "cancelled", None, now)
+                    notes.append(self._note("cancelled", record, "its state was left"))
+                    continue
+                notes += self._resume(record, invoke, context)
+        return notes + self.reconcile(active, context)
+
+    def _resume(self, record: InvocationRecord, invoke: InvokeIR,
+                context: Mapping[str, Any]) -> list[InvokeNote]:
+        mode = invoke.on_resume
+        now = self.clock.now()
+        if mode is OnResume.ADOPT and record.pid is not None and record.start_ticks:
+            flight = _Flight(record, invoke)
+            self._flights[invoke.id] = flight
+            try:
+                _, read, config = self._command(invoke, context)
+            except InvokeError:
+                read, config = None, None
+            self._launch(flight, None, context, read=read, config=config,
+                         adopt=(record.pid, record.start_ticks))
+            return [self._note("adopted", record, f"pid {record.pid}")]
+        self._stop_left(record)
+        if mode is OnResume.FAIL:
+            self.store.end_invocation(record.id, "lost", "runner_lost", now)
+            self._flights[invoke.id] = _Flight(record, invoke, finished=True)
+            self._deliver(record, invoke, _lost_data(record), "runner_lost")
+            return [self._note("lost", record, "on_resume: fail")]
+        self.store.end_invocation(record.id, "lost", "runner_lost", now)
+        return [self._note("lost", record, "on_resume: restart"),
+                self._start(invoke, context, kind="restarted")]
+
+    def _stop_left(self, record: InvocationRecord) -> None:
+        stop_group(record.pid, record.start_ticks, record.id, self.config.terminate_grace,
+                   time.sleep)
+
+    def _invoke(self, invoke_id: str) -> InvokeIR | None:
+        return next((i for i in self.ir.invokes if i.id == invoke_id), None)
+
+    # -- starting ---------------------------------------------------------------------
+
+    def _start(self, invoke: InvokeIR, context: Mapping[str, Any],
+               kind: str = "invoked") -> InvokeNote:
+        invocation_id = uuid.uuid4().hex
+        seq = len(self.store.invocations(self.session_id)) + 1
+        spool = self.folder / f"{seq:04d}-{invoke.id}"
+        try:
+            command, read, config = self._command(invoke, context)
+            argv = command.argv
+            error = None
+        except InvokeError as exc:
+            command, read, config, argv, error = None, None, None, (), str(exc)
+        record = InvocationRecord(
+            id=invocation_id, session_id=self.session_id, invoke=invoke.id, state=invoke.state,
+            argv=argv, spool=str(spool), started_at=self.clock.now())
+        self.store.record_invocation(record)
+        flight = _Flight(record, invoke)
+        self._flights[invoke.id] = flight
+        if command is None:
+            flight.finished = True
+            self.store.end_invocation(record.id, "error", "spawn_error", self.clock.now())
+            self._deliver(record, invoke, _spawn_error_data(record, error or ""), "spawn_error")
+            return self._note(kind, record, f"spawn_error: {error}")
+        self._launch(flight, command, context, read=read, config=config)
+        flight.started.wait(START_WAIT)
+        return self._note(kind, flight.record)
+
+    def _command(self, invoke: InvokeIR, context: Mapping[str, Any]
+                 ) -> tuple[AgentCommand, Callable[[str], AgentOutput] | None,
+                            PollingConfiguration | None]:
+        template: str | Path | None = invoke.prompt
+        if template is None and invoke.prompt_file is not None:
+            template = self.spec_dir / invoke.prompt_file
+        try:
+            prompt = None if template is None else render_prompt(
+                template, context=context, input=invoke.input)
+        except PromptError as exc:
+            raise InvokeError(f"invoke {invoke.id!r} prompt: {exc}") from None
+        if invoke.command is not None:
+            return AgentCommand(tuple(invoke.command), prompt, invoke.id), None, None
+        if self.resolver is None or invoke.agent is None:
+            raise InvokeError(f"invoke {invoke.id!r}: no agent resolver for agent "
+                              f"{invoke.agent!r}")
+        try:
+            resolved = self.resolver(invoke.agent, prompt or "")
+        except Exception as exc:
+            raise InvokeError(f"invoke {invoke.id!r}: agent {invoke.agent!r}: {exc}") from None
+        launch = resolved.launch
+        options = SpawnOptions(cwd=Path(launch.cwd) if launch.cwd else None,
+                               env=dict(launch.env) or None)
+        return (AgentCommand(launch.argv, launch.stdin, invoke.id, options), resolved.read,
+                resolved.config)
+
+    def _timeout(self, invoke: InvokeIR, context: Mapping[str, Any]) -> float | None:
+        delay = invoke.timeout
+        if delay is None:
+            return None
+        if delay.seconds is not None:
+            return delay.seconds
+        value = context.get(delay.context_key or "")
+        if value is None or isinstance(value, bool):
+            return None  # the dispatch settings decide
+        try:
+            return parse_duration(value)
+        except (ValueError, TypeError):
+            return None
+
+    def _launch(self, flight: _Flight, command: AgentCommand | None,
+                context: Mapping[str, Any], *,
+                read: Callable[[str], AgentOutput] | None = None,
+                config: PollingConfiguration | None = None,
+                adopt: tuple[int, str] | None = None) -> None:
+        record = flight.record
+        timeout = self._timeout(flight.invoke, context)
+        if timeout is not None:
+            timeout -= max(0.0, self.clock.now() - record.started_at)
+        command = command or AgentCommand(record.argv, None, record.invoke)
+
+        def started(agent: SpooledAgent) -> None:
+            if adopt is None and agent.ticks is not None:
+                self.store.invocation_started(record.id, agent.pid, agent.pgid, agent.ticks)
+                flight.record = _with_process(record, agent)
+            flight.started.set()
+
+        dispatch = SpooledDispatch(
+            command, config or self.config, spool=Spool(Path(record.spool)),
+            invocation_id=record.id,
+            adopt=adopt, timeout=timeout, on_started=started,
+            read=(lambda text: read(text).answer) if read is not None else None)
+        flight.dispatch = dispatch
+
+        def schedule() -> None:
+            task = self._loop.create_task(dispatch.run())
+            flight.task = task
+            task.add_done_callback(lambda t: self._finished(flight, t, read))
+
+        self._loop.call_soon_threadsafe(schedule)
+
+    # -- finishing --------------------------------------------------------------------
+
+    def _finished(self, flight: _Flight, task: asyncio.Future[DispatchResult],
+                  read: Callable[[str], AgentOutput] | None) -> None:
+        """On the invoker's loop: deliver the outcome, unless a cancel came first."""
+        flight.started.set()
+        if task.cancelled() or not self._settle(flight):
+            return
+        # The outcome is written to the invocations table by the runner as it takes the
+        # event (Runner.pump -> ended), so this thread does not compete with it for the
+        # store between the offer and the step; recover() settles one taken by nobody.
+        error = task.exception()
+        if error is not None:
+            data = _spawn_error_data(flight.record, f"{type(error).__name__}: {error}")
+            self._deliver(flight.record, flight.invoke, data, "spawn_error")
+            return
+        assert flight.dispatch is not None
+        data, reason = outcome(task.result(), flight.dispatch, read, flight.record.id)
+        self._deliver(flight.record, flight.invoke, data, reason)
+
+    def ended(self, event: str, data: Mapping[str, Any], taken: bool) -> None:
+        """The runner took (or dropped) an invoke's done/error event: journal the outcome
+        in the invocations table (the first outcome stands)."""
+        invocation = data.get("invocation")
+        if not isinstance(invocation, str):
+            return
+        reason = data.get("reason")
+        kind = ("error" if event.startswith("error.") else "done") if taken else "dropped"
+        self.store.end_invocation(invocation, kind, reason if isinstance(reason, str) else None,
+                                  self.clock.now())
+
+    def _settle(self, flight: _Flight) -> bool:
+        """Mark the flight finished; False if it already was (its cancel or its outcome
+        won). The lock is never held while waiting for anything."""
+        with self._settling:
+            if flight.finished:
+                return False
+            flight.finished = True
+            return True
+
+    def _deliver(self, record: InvocationRecord, invoke: InvokeIR, data: dict[str, Any],
+                 reason: str | None) -> None:
+        event = invoke.done_event if reason is None else invoke.error_event
+        self.store.offer(self.session_id, event, data, self.clock.now(), key=record.id)
+        self.wake()
+
+    # -- stopping ---------------------------------------------------------------------
+
+    def _cancel(self, flight: _Flight, outcome_kind: str, *,
+                deferred: bool = False) -> list[InvokeNote]:
+        """Stop the flight's agent (TERM -> KILL, waiting until its group is gone); with
+        ``outcome_kind`` "detached", only stop following it (nothing is written).
+        ``deferred``: write the outcome off the caller's path (a step's reconcile)."""
+        if not self._settle(flight):
+            return []
+        if outcome_kind == "detached" and flight.dispatch is not None:
+            flight.dispatch.detached = True
+
+        async def stop() -> None:
+            task = flight.task
+            if task is None:
+                return
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+        def submit() -> None:
+            asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=30)
+
+        flight.started.wait(START_WAIT)
+        submit()
+        record_id, now = flight.record.id, self.clock.now()
+        if outcome_kind == "detached":
+            return []
+        if deferred:
+            # Off the step's path: if this is lost in a crash, recover() finds the row of a
+            # state no longer active and writes the same outcome.
+            self._loop.call_soon_threadsafe(self.store.end_invocation, record_id,
+                                            outcome_kind, None, now)
+        else:
+            self.store.end_invocation(record_id, outcome_kind, None, now)
+        return [self._note(outcome_kind, flight.record)]
+
+    def shutdown(self, interrupt: bool = True, *,
+                 kind: str = "interrupted") -> list[InvokeNote]:
+        """Stop every agent still running (journaled ``kind``: ``interrupted``, or
+        ``cancelled`` for a cancelled session) and the loop; with ``interrupt`` False,
+        leave the agents running (another runner owns them now). Nothing starts after
+        this; calling it again does nothing."""
+        notes: list[InvokeNote] = []
+        with self._lock:
+            self._closed = True
+            for flight in list(self._flights.values()):
+                notes += self._cancel(flight, kind if interrupt else "detached")
+            self._flights.clear()
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        if not self._loop.is_running():
+            self._loop.close()
+        return notes
+
+    def _note(self, kind: str, record: InvocationRecord, note: str | None = None) -> InvokeNote:
+        return InvokeNote(kind, record.invoke, {
+            "invocation": record.id, "state": record.state, "argv": list(record.argv),
+            "pid": record.pid, "startTicks": record.start_ticks, "spool": record.spool,
+        }, note)
+
+
+def stop_invocations(store: Store, session_id: str, *, at: float, grace: float = 5.0,
+                     outcome_kind: str = "cancelled") -> list[InvocationRecord]:
+    """Stop every agent a session's dead runner left in flight (pid + start time or
+    INTERLOCK_DISPATCH_ID checked first; TERM, KILL after ``grace``) and end its row with
+    ``outcome_kind``: for cancelling or removing a session that no runner holds. Returns
+    the rows it ended. Never call it while a live runner holds the session."""
+    ended: list[InvocationRecord] = []
+    for record in store.invocations(session_id, in_flight=True):
+        stop_group(record.pid, record.start_ticks, record.id, grace, time.sleep)
+        if store.end_invocation(record.id, outcome_kind, None, at):
+            ended.append(record)
+    return ended
+
+
+def _with_process(record: InvocationRecord, agent: SpooledAgent) -> InvocationRecord:
+    return InvocationRecord(
+        id=record.id, session_id=record.session_id, invoke=record.invoke, state=record.state,
+        argv=record.argv, spool=record.spool, started_at=record.started_at, pid=agent.pid,
+        pgid=agent.pgid, start_ticks=agent.ticks)
+
+
+def _base_data(record: InvocationRecord, result: dict[str, Any],
+               answer: Any = None, verdict: Any = None, usage: Usage | None = None
+               ) -> dict[str, Any]:
+    return {"result": result, "answer": answer, "verdict": verdict,
+            "usage": (usage or Usage()).to_json(), "invocation": record.id}
+
+
+def _empty_result(status: str, method: str | None, stderr: str) -> dict[str, Any]:
+    return {"success": False, "stdout": "", "stderr": stderr, "exitCode": None,
+            "elapsedTime": 0.0, "pollCount": 0, "status": status,
+            "completionMethod": method, "verdict": None}
+
+
+def _spawn_error_data(record: InvocationRecord, message: str) -> dict[str, Any]:
+    data = _base_data(record, _empty_result("error", "spawn", f"interlock: {message}\n"))
+    return {**data, "reason": "spawn_error", "message": message}
+
+
+def _lost_data(record: InvocationRecord) -> dict[str, Any]:
+    message = "the runner died while the agent ran (on_resume: fail)"
+    data = _base_data(record, _empty_result("error", None, f"interlock: {message}\n"))
+    return {**data, "reason": "runner_lost", "message": message}
+
+
+def outcome(result: DispatchResult, dispatch: SpooledDispatch,
+            read: Callable[[str], AgentOutput] | None, invocation_id: str
+            ) -> tuple[dict[str, Any], str | None]:
+    """The event data of a finished dispatch and its failure reason (None: done)."""
+    polling = result.polling
+    json = polling.to_json()
+    check = dispatch.check()
+    usage = read(polling.stdout).usage if read is not None else Usage()
+    answer = check.document if check.complete else None
+    data = {"result": json, "answer": answer, "verdict": json["verdict"],
+            "usage": usage.to_json(), "invocation": invocation_id}
+    reason: str | None = None
+    message: str | None = None
+    if polling.status == "timeout":
+        reason, message = "timeout", f"no answer within the timeout ({polling.completion_method})"
+    elif polling.status == "error":
+        if polling.completion_method == "spawn":
+            reason, message = "spawn_error", result.error or "the agent could not be started"
+        else:
+            reason, message = "exit_nonzero", f"the agent exited with {polling.exit_code}"
+    elif answer is None and dispatch.answer_text().strip():
+        reason, message = "invalid_answer", f"the answer is not a complete document: {check.reason}"
+        data["result"] = {**json, "success": False}
+    if reason is not None:
+        data["reason"] = reason
+        data["message"] = message
+    return data, reason

@@ -1,0 +1,365 @@
+"""An invoked agent's process: its streams spooled to files, so another runner can adopt it.
+
+A dispatch (``runtime/dispatch``) reads its agent through pipes, which die with the
+dispatcher. An invoked agent must outlive a crashed runner and be read on by the next
+one, so here stdin, stdout and stderr are files in the invocation's spool folder, and
+the agent runs under a tiny ``sh`` shim (the process group leader) that writes the
+agent's exit status to a file: a runner that is not the parent can still learn it.
+:class:`SpooledDispatch` is the dispatcher's :class:`Dispatch` (the polling_state
+machine, completion detection, the result) with only the process part swapped:
+reads tail the spool files, the exit comes from a pidfd. Nothing is signalled unless
+its pid and start time (or its INTERLOCK_DISPATCH_ID) show it is still our agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.dispatch.document import DocumentCheck, check_document
+from interlock.runtime.dispatch.output import Stream
+from interlock.runtime.dispatch.polling import AgentCommand, Dispatch
+from interlock.runtime.dispatch.process import (
+    DISPATCH_ID_VAR,
+    READ_SIZE,
+    AgentProcess,
+    SpawnError,
+    carries_dispatch_id,
+    group_members,
+)
+from interlock.runtime.host.procfs import start_ticks
+
+TAIL_INTERVAL = 0.01  # seconds between reads of the spool files while the agent runs
+# The group leader: run the agent, then write its exit status where any runner can read it.
+SHIM = 'status=$1; shift; "$@"; code=$?; printf "%s\\n" "$code" > "$status"; exit "$code"'
+
+
+@dataclass(frozen=True, slots=True)
+class Spool:
+    """The files of one invocation, under the session folder."""
+
+    folder: Path
+
+    @property
+    def stdin(self) -> Path:
+        return self.folder / "stdin"
+
+    @property
+    def stdout(self) -> Path:
+        return self.folder / "stdout"
+
+    @property
+    def stderr(self) -> Path:
+        return self.folder / "stderr"
+
+    @property
+    def status(self) -> Path:
+        return self.folder / "exit"
+
+    def exit_code(self) -> int | None:
+        """What the shim wrote: the agent's exit status, or None (killed, or running)."""
+        try:
+            return int(self.status.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+
+def runnable(program: str, cwd: str | None, env: Mapping[str, str] | None) -> bool:
+    """Whether ``program`` names an executable (a path, relative to ``cwd``, or a name on
+    the agent's PATH)."""
+    if "/" in program:
+        path = Path(program)
+        if not path.is_absolute() and cwd is not None:
+            path = Path(cwd) / path
+        return path.is_file() and os.access(path, os.X_OK)
+    search = {**os.environ, **(env or {})}.get("PATH", os.defpath)
+    return shutil.which(program, path=search) is not None
+
+
+class SpooledAgent(AgentProcess):
+    """An invoked agent: started here (:meth:`spawn`) or adopted by pid and start time
+    (:meth:`adopt`). ``fds`` are the spool files opened for reading."""
+
+    def __init__(self, argv: Sequence[str], dispatch_id: str, spool: Spool, pid: int,
+                 ticks: str | None, popen: subprocess.Popen[bytes] | None) -> None:
+        # AgentProcess.__init__ starts a piped process; this class has files instead.
+        self.argv = tuple(argv)
+        self.dispatch_id = dispatch_id
+        self.spool = spool
+        self.pid = pid
+        self.pgid = pid
+        self.ticks = ticks
+        self.returncode: int | None = None
+        self._popen_child = popen
+        self._exited = False
+        self.stdin_fd: int | None = None
+        self.pidfd = -1  # -1: the process was gone when we looked
+        if ticks is not None:
+            with contextlib.suppress(ProcessLookupError):
+                pidfd = os.pidfd_open(pid)
+                if start_ticks(pid) == ticks:  # the pidfd names our agent, not a reused pid
+                    self.pidfd = pidfd
+                else:
+                    os.close(pidfd)
+        if self.pidfd < 0:
+            self._exited = True
+        self.fds: dict[Stream, int] = {
+            "stdout": os.open(spool.stdout, os.O_RDONLY | os.O_CREAT, 0o600),
+            "stderr": os.open(spool.stderr, os.O_RDONLY | os.O_CREAT, 0o600),
+        }
+
+    @classmethod
+    def spawn(cls, argv: Sequence[str], dispatch_id: str, spool: Spool, prompt: str | None,
+              env: Mapping[str, str] | None, cwd: str | None) -> SpooledAgent:
+        if not argv:
+            raise SpawnError("no command given")
+        if not runnable(argv[0], cwd, env):
+            raise SpawnError(f"command not found: {argv[0]!r}")
+        spool.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if prompt is not None:
+            spool.stdin.write_text(prompt, encoding="utf-8")
+        environment = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1",
+                       DISPATCH_ID_VAR: dispatch_id}
+        with contextlib.ExitStack() as files:
+            stdin: Any = (files.enter_context(spool.stdin.open("rb")) if prompt is not None
+                          else subprocess.DEVNULL)
+            stdout = files.enter_context(spool.stdout.open("wb"))
+            stderr = files.enter_context(spool.stderr.open("wb"))
+            try:
+                popen = subprocess.Popen(
+                    ["/bin/sh", "-c", SHIM, "interlock-invoke", str(spool.status), *argv],
+                    stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=environment,
+                    start_new_session=True, close_fds=True)
+            except OSError as exc:
+                raise SpawnError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+        return cls(argv, dispatch_id, spool, popen.pid, start_ticks(popen.pid), popen)
+
+    @classmethod
+    def adopt(cls, argv: Sequence[str], dispatch_id: str, spool: Spool, pid: int,
+              ticks: str) -> SpooledAgent:
+        """Reattach to a running (or finished) agent another runner started."""
+        return cls(argv, dispatch_id, spool, pid, ticks, None)
+
+    # -- output -----------------------------------------------------------------------
+
+    def read(self, stream: Stream) -> bytes | None:
+        fd = self.fds.get(stream)
+        if fd is None:
+            return None
+        return os.read(fd, READ_SIZE)  # b"": nothing new yet (a file has no end while written)
+
+    def close_stream(self, stream: Stream) -> None:
+        fd = self.fds.pop(stream, None)
+        if fd is not None:
+            os.close(fd)
+
+    def write_prompt(self) -> bool:
+        return True  # the prompt is the stdin file
+
+    # -- exit -------------------------------------------------------------------------
+
+    def leader_is_ours(self) -> bool:
+        """The shim still runs as the process we started (pid and start time agree)."""
+        return self.ticks is not None and start_ticks(self.pid) == self.ticks
+
+    def poll(self) -> int | None:
+        if self.returncode is not None:
+            return self.returncode
+        if self._popen_child is not None:
+            code = self._popen_child.poll()
+            if code is None:
+                return None
+            self._exited = True
+        elif not self._exited and self.leader_is_ours():
+            return None
+        self._exited = True
+        self.returncode = self.spool.exit_code()
+        return self.returncode
+
+    @property
+    def exited(self) -> bool:
+        self.poll()
+        return self._exited
+
+    def _ours(self) -> list[int]:
+        return [pid for pid in group_members(self.pgid)
+                if carries_dispatch_id(pid, self.dispatch_id)]
+
+    def signal_group(self, signum: int) -> None:
+        """Signal the group only while it is provably ours."""
+        if self.leader_is_ours() or self._ours():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, signum)
+
+    def group_alive(self) -> bool:
+        if not self.exited:
+            return True
+        try:  # one syscall for the usual case: nothing at all is left of the group
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return bool(self._ours())  # something is: a live member of ours, or a zombie
+
+    def detach(self) -> None:
+        """Let go of the agent without stopping it (another runner now owns it)."""
+        self._popen_child = None
+        for stream in list(self.fds):
+            self.close_stream(stream)
+        if self.pidfd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+            self.pidfd = -1
+
+    def close(self) -> None:
+        for stream in list(self.fds):
+            self.close_stream(stream)
+        if self.pidfd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+            self.pidfd = -1
+        if self._popen_child is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._popen_child.wait(timeout=1)
+
+
+def stop_group(pid: int | None, ticks: str | None, dispatch_id: str, grace: float,
+               sleep: Callable[[float], None]) -> bool:
+    """Stop what is left of an agent a dead runner started (TERM, KILL after ``grace``),
+    if it is still ours; True when something was signalled."""
+
+    def ours() -> list[int]:
+        if pid is None:  # never noted: find it by its dispatch id
+            return [p for p in _all_pids() if carries_dispatch_id(p, dispatch_id)]
+        return [p for p in group_members(pid) if carries_dispatch_id(p, dispatch_id)]
+
+    members = ours()
+    if not members:
+        return False
+    groups = {pid} if pid is not None else {os.getpgid(p) for p in members if _exists(p)}
+    for signum, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        for group in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signum)
+        deadline = time.monotonic() + wait
+        while ours() and time.monotonic() < deadline:
+            sleep(0.005)
+        if not ours():
+            break
+    return True
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def _all_pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+class SpooledDispatch(Dispatch):
+    """The dispatcher's run of one agent, on spool files: spawned, or adopted when
+    ``adopt`` = (pid, start ticks). ``on_started`` sees the process before any output is
+    read (the invoker journals it there). ``timeout`` replaces dispatchTimeout; ``read``
+    turns raw stdout into the answer text (an adapter's ``read``)."""
+
+    def __init__(self, command: AgentCommand, config: PollingConfiguration, *, spool: Spool,
+                 invocation_id: str, adopt: tuple[int, str] | None = None,
+                 timeout: float | None = None, read: Callable[[str], str] | None = None,
+                 on_started: Callable[[SpooledAgent], None] | None = None) -> None:
+        super().__init__(command, config, spill_dir=spool.folder / "spill",
+                         dispatch_id=invocation_id)
+        self.spool = spool
+        self.adopt = adopt
+        self.timeout = timeout
+        self.read_answer = read
+        self.on_started = on_started
+        self.agent: SpooledAgent | None = None
+        self.detached = False  # set before cancelling: leave the agent running
+
+    def _context(self) -> dict[str, Any]:
+        context = super()._context()
+        if self.timeout is not None:
+            context["dispatch_timeout"] = max(self.timeout, 0.001)
+            context["idle_timeout"] = min(context["idle_timeout"], context["dispatch_timeout"])
+        return context
+
+    def answer_text(self) -> str:
+        text = self.buffer.stdout_text()
+        return self.read_answer(text) if self.read_answer is not None else text
+
+    def check(self) -> DocumentCheck:
+        size = self.buffer.streams["stdout"].total_bytes
+        if self._check is None or self._check[0] != size:
+            markers = self.config.completion_markers
+            self._check = (size, check_document(
+                self.answer_text(), output_format=self.config.output_format,
+                required_field=markers.required_field, min_output_length=0,
+                yaml_markers=markers.yaml_markers, json_markers=markers.json_markers))
+        return self._check[1]
+
+    def _spawn(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        options = self.command.options
+        env = dict(options.env) if options.env is not None else None
+        cwd = str(options.cwd) if options.cwd is not None else None
+        if self.adopt is not None:
+            agent = SpooledAgent.adopt(self.command.argv, self.dispatch_id, self.spool,
+                                       *self.adopt)
+        else:
+            agent = SpooledAgent.spawn(self.command.argv, self.dispatch_id, self.spool,
+                                       self.command.prompt, env, cwd)
+        self.process = self.agent = agent
+        if self.on_started is not None:
+            try:
+                self.on_started(agent)
+            except BaseException:
+                agent.signal_group(signal.SIGKILL)
+                agent.close()
+                raise
+        if agent.pidfd >= 0:
+            loop.add_reader(agent.pidfd, self._guarded, self._on_exit)
+        else:
+            loop.call_soon(self._guarded, self._on_exit)
+        self._arm("tail", loop.time() + TAIL_INTERVAL, self._tail)
+
+    async def _stop_process(self) -> None:
+        agent = self.agent
+        if not self.detached or agent is None:
+            await super()._stop_process()
+            return
+        if agent.pidfd >= 0 and self._loop is not None:
+            self._loop.remove_reader(agent.pidfd)
+        agent.detach()
+
+    def _tail(self) -> None:
+        self._drain()
+        if self.session is not None and not self.session.is_final:
+            assert self._loop is not None
+            self._arm("tail", self._loop.time() + TAIL_INTERVAL, self._tail)
+
+    def _on_exit(self) -> None:
+        agent = self.agent
+        assert agent is not None and self._loop is not None
+        if agent.pidfd >= 0:
+            self._loop.remove_reader(agent.pidfd)
+        code = agent.poll()
+        self._drain()
+        if self.session is not None and not self.session.is_final:
+            self._send("exited", {"exit_code": code})
+

@@ -1,0 +1,202 @@
+"""Inbox messages (seed 002): the record, its lease, its statuses and the errors.
+
+Transitions::
+
+    queued ──claim──▶ in_progress ──▶ acked ──▶ done | failed
+                          └──────────────────▶ done | failed
+
+A live lease belongs to the worker that claimed the message; an expired one (status
+``in_progress`` or ``acked``) puts the message back in the fetchable set, and the next
+claim gives it a new token. ``done`` and ``failed`` are final. A worker's update carries
+its lease token; the operator (``/poll``, ``interlock inbox``) acts without one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+OPERATOR = "operator"  # the actor of a token-less update (the /poll commands)
+REAPER = "reaper"  # the actor of reclaim_expired
+
+
+class Status(StrEnum):
+    QUEUED = "queued"
+    IN_PROGRESS = "in_progress"
+    ACKED = "acked"
+    DONE = "done"
+    FAILED = "failed"
+
+
+FINAL = frozenset({Status.DONE, Status.FAILED})
+LEASED = frozenset({Status.IN_PROGRESS, Status.ACKED})
+# Updates a worker (with its lease token) may make, and those the operator may make.
+WORKER_MOVES: dict[Status, frozenset[Status]] = {
+    Status.IN_PROGRESS: frozenset({Status.ACKED, Status.DONE, Status.FAILED}),
+    Status.ACKED: frozenset({Status.DONE, Status.FAILED}),
+}
+OPERATOR_MOVES: dict[Status, frozenset[Status]] = {
+    Status.QUEUED: frozenset({Status.ACKED, Status.DONE, Status.FAILED}),
+    **WORKER_MOVES,
+}
+
+
+class InboxError(Exception):
+    """Something the inbox refuses; the message is fit for a user."""
+
+    kind = "inbox_error"
+
+
+class UnknownMessage(InboxError):
+    kind = "unknown_message"
+
+
+class InvalidTransition(InboxError):
+    kind = "invalid_transition"
+
+
+class StaleLease(InboxError):
+    """The token is not the message's current lease: it expired and another worker
+    claimed the message. Nothing was changed."""
+
+    kind = "stale_lease"
+
+
+class BadRequest(InboxError):
+    kind = "bad_request"
+
+
+class InboxUnavailable(InboxError):
+    """The store cannot be reached (connection refused, timed out, lost)."""
+
+    kind = "unavailable"
+
+
+ERRORS: dict[str, type[InboxError]] = {
+    cls.kind: cls for cls in (InboxError, UnknownMessage, InvalidTransition, StaleLease,
+                              BadRequest, InboxUnavailable)
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A claim: updates must carry ``token`` until ``lease_until`` (epoch seconds)."""
+
+    token: str
+    lease_until: float
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One queued message. ``sender`` is the seed's ``from``."""
+
+    id: str
+    type: str
+    sender: str
+    status: Status
+    body: str = ""
+    correlation_id: str | None = None
+    payload_ref: str | None = None
+    lease_until: float | None = None
+    owner: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire form: ``from`` instead of ``sender``."""
+        data = asdict(self)
+        data["from"] = data.pop("sender")
+        data["status"] = str(self.status)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Message:
+        fields = dict(data)
+        fields["sender"] = fields.pop("from")
+        fields["status"] = Status(fields["status"])
+        return cls(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A message taken by ``claim_next``, with its lease (status is in_progress)."""
+
+    message: Message
+    lease: Lease
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One status change: who made it (a worker's owner id, ``operator`` or ``reaper``)."""
+
+    message_id: str
+    at: float
+    before: Status
+    after: Status
+    actor: str
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"message_id": self.message_id, "at": self.at, "before": str(self.before),
+                "after": str(self.after), "actor": self.actor, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> JournalEntry:
+        return cls(data["message_id"], data["at"], Status(data["before"]),
+                   Status(data["after"]), data["actor"], data.get("reason"))
+
+
+def parse_status(value: str) -> Status:
+    """A status from text, or BadRequest naming the valid ones."""
+    try:
+        return Status(value)
+    except ValueError:
+        names = ", ".join(s.value for s in Status)
+        raise BadRequest(f"unknown status {value!r} (one of: {names})") from None
+
+
+def check_update(message: Message, new: Status, token: str | None,
+                 current_token: str | None) -> None:
+    """Raise unless ``new`` may follow ``message``'s status for this caller.
+
+    A token must be the current lease's (else StaleLease, whatever the status); without
+    a token the operator's moves apply. A message whose lease expired is still the
+    lease holder's to finish until another worker claims it.
+    """
+    if token is not None and token != current_token:
+        raise StaleLease(f"message {message.id}: the lease token is stale (the lease "
+                         "expired and the message was claimed again, or it was never "
+                         "this token's); nothing changed")
+    moves = WORKER_MOVES if token is not None else OPERATOR_MOVES
+    if new not in moves.get(message.status, frozenset()):
+        if message.status in FINAL:
+            why = f"it is already {message.status} (final)"
+        elif token is not None:
+            why = f"a worker cannot move it from {message.status} to {new}"
+        else:
+            why = f"{message.status} -> {new} is not a transition"
+        raise InvalidTransition(f"message {message.id}: cannot mark {new}: {why}")
+
+
+def fetchable(message: Message, now: float) -> bool:
+    """Queued, or leased with the lease run out."""
+    if message.status is Status.QUEUED:
+        return True
+    return (message.status in LEASED and message.lease_until is not None
+            and message.lease_until <= now)
+
+
+def check_id(message_id: str) -> str:
+    """An id as the stores issue them (32 hex digits), else BadRequest."""
+    if not isinstance(message_id, str) or len(message_id) != 32 or not all(
+            c in "0123456789abcdef" for c in message_id):
+        raise BadRequest(f"bad message id {message_id!r}: ids are 32 lowercase hex digits")
+    return message_id
+
+
+def check_post(type_: str, sender: str) -> None:
+    if not type_ or not type_.strip():
+        raise BadRequest("a message needs a type")
+    if not sender or not sender.strip():
+        raise BadRequest("a message needs a sender (from)")

@@ -1,0 +1,265 @@
+"""The engine's limits and safety nets, as pure policy.
+
+* :func:`check` says whether a session must stop before its next invocation:
+  ``max_iterations``, ``max_runtime``, ``max_cost`` or ``no_progress``, with a line a
+  person can read. The engine enforces it; the agent is never asked.
+* :func:`progress_digest` fingerprints progress.md and the project's files (sizes and
+  mtimes), so "nothing changed" is measured, not claimed; :class:`ProgressWatch` counts
+  invocations in a row that left it unchanged.
+* :func:`is_transient` classifies an agent failure by exit code or output pattern, and
+  :func:`backoff_delay` gives the capped exponential backoff with full jitter before a
+  retry (an injectable RNG; nothing here sleeps or reads the time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from interlock.machines.durations import format_duration
+from interlock.runtime.ralph.config import RalphConfig, RetryPolicy
+
+StopKind = Literal["max_iterations", "max_runtime", "max_cost", "no_progress"]
+STOP_KINDS: tuple[str, ...] = ("max_iterations", "max_runtime", "max_cost", "no_progress")
+
+#: Folders never part of the project's progress: the session itself, interlock's own
+#: state, version control and caches.
+IGNORED_DIRS = frozenset({".ralph-sessions", ".interlock", ".git", ".hg", ".venv",
+                          "__pycache__", "node_modules", ".mypy_cache", ".ruff_cache",
+                          ".pytest_cache"})
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressSnapshot:
+    """Where a session stands, as the engine measured it: iterations finished, when it
+    started (clock seconds), what it has cost so far (USD), and how many invocations in a
+    row changed neither progress.md nor the project's files."""
+
+    iterations_done: int
+    started_at: float
+    cost_usd: float = 0.0
+    invocations_without_progress: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StopReason:
+    """Why the engine ended a session: ``kind`` for programs, ``detail`` for people."""
+
+    kind: StopKind
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The form written to metadata.yaml (``stop: {reason, detail}``)."""
+        return {"reason": self.kind, "detail": self.detail}
+
+
+def check(snapshot: ProgressSnapshot, config: RalphConfig, now: float) -> StopReason | None:
+    """The first limit ``snapshot`` has reached at ``now``, or None to go on. Call it
+    before every invocation (and before starting an iteration).
+
+    >>> config = RalphConfig(max_iterations=3)
+    >>> check(ProgressSnapshot(3, started_at=0.0), config, now=10.0).detail
+    'reached max_iterations: 3 iterations done, the limit is 3'
+    >>> check(ProgressSnapshot(2, started_at=0.0), config, now=10.0) is None
+    True
+    """
+    if config.max_iterations is not None and snapshot.iterations_done >= config.max_iterations:
+        return StopReason("max_iterations", (
+            f"reached max_iterations: {snapshot.iterations_done} iterations done, "
+            f"the limit is {config.max_iterations}"))
+    elapsed = max(0.0, now - snapshot.started_at)
+    if config.max_runtime is not None and elapsed >= config.max_runtime:
+        return StopReason("max_runtime", (
+            f"reached max_runtime: ran {format_duration(round(elapsed, 3))}, "
+            f"the limit is {format_duration(config.max_runtime)}"))
+    if config.max_cost is not None and snapshot.cost_usd >= config.max_cost:
+        return StopReason("max_cost", (
+            f"reached max_cost: spent ${snapshot.cost_usd:.2f}, "
+            f"the limit is ${config.max_cost:.2f}"))
+    limit = config.no_progress_limit
+    if limit is not None and snapshot.invocations_without_progress >= limit:
+        return StopReason("no_progress", (
+            f"no progress: {snapshot.invocations_without_progress} invocations in a row "
+            f"changed neither progress.md nor the project's files (limit {limit})"))
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# progress
+
+
+def _git_files(project: Path) -> list[str] | None:
+    """The project's files as git sees them (tracked, plus untracked not ignored), or
+    None when ``project`` is not in a git work tree."""
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=project, capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return sorted({p for p in done.stdout.decode("utf-8", "surrogateescape").split("\0") if p})
+
+
+def _walked_files(project: Path) -> list[str]:
+    found: list[str] = []
+    for folder, dirs, files in os.walk(project):
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS)
+        rel = Path(folder).relative_to(project)
+        found += [str(rel / f) if str(rel) != "." else f for f in files]
+    return sorted(found)
+
+
+def project_files(project: Path | str) -> list[str]:
+    """The project's files, relative paths, sorted: git's view when it is a git work tree,
+    else a walk; never anything under :data:`IGNORED_DIRS`."""
+    root = Path(project)
+    files = _git_files(root)
+    if files is None:
+        files = _walked_files(root)
+    return [f for f in files if not IGNORED_DIRS.intersection(Path(f).parts)]
+
+
+def progress_digest(project: Path | str, progress_md: Path | str | None = None) -> str:
+    """A SHA-256 over progress.md's content and each project file's path, size and mtime.
+    Equal digests: nothing the engine can see has changed."""
+    root = Path(project)
+    digest = hashlib.sha256()
+    if progress_md is not None:
+        try:
+            digest.update(Path(progress_md).read_bytes())
+        except FileNotFoundError:
+            digest.update(b"\0missing")
+    digest.update(b"\0files\0")
+    for name in project_files(root):
+        try:
+            info = (root / name).stat()
+        except FileNotFoundError:  # listed by git, deleted since
+            continue
+        digest.update(f"{name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode(
+            "utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+class ProgressWatch:
+    """Counts invocations in a row after which the progress digest had not changed.
+
+    >>> watch = ProgressWatch("a")
+    >>> watch.observe("a"), watch.observe("a"), watch.observe("b"), watch.observe("b")
+    (1, 2, 0, 1)
+    """
+
+    def __init__(self, digest: str | None = None, *, count: int = 0) -> None:
+        self.digest = digest
+        self.count = count
+
+    def observe(self, digest: str) -> int:
+        """Record the digest after an invocation; returns invocations without progress."""
+        if digest == self.digest:
+            self.count += 1
+        else:
+            self.digest = digest
+            self.count = 0
+        return self.count
+
+
+# ---------------------------------------------------------------------------------------
+# transient failures and backoff
+
+
+class Random(Protocol):
+    def uniform(self, a: float, b: float) -> float: ...
+
+
+def is_transient(exit_code: int | None, output: str, policy: RetryPolicy) -> bool:
+    """Whether a failed invocation (``exit_code`` not 0, or None for no exit) is one to
+    retry: its exit code is listed, or its output matches a listed pattern.
+
+    >>> policy = RetryPolicy(exit_codes=(75,), output_patterns=("No messages returned",))
+    >>> is_transient(75, "", policy), is_transient(1, "Error: No messages returned", policy)
+    (True, True)
+    >>> is_transient(1, "syntax error", policy), is_transient(0, "No messages returned", policy)
+    (False, False)
+    """
+    if exit_code == 0:
+        return False
+    if exit_code is not None and exit_code in policy.exit_codes:
+        return True
+    return any(re.search(p, output, re.MULTILINE) for p in policy.output_patterns)
+
+
+def backoff_ceiling(retry: int, policy: RetryPolicy) -> float:
+    """The longest wait before retry number ``retry`` (from 1): base * 2**(retry-1),
+    capped at max_delay."""
+    if retry < 1:
+        raise ValueError("retries count from 1")
+    exponent = min(retry - 1, 64)
+    return float(min(policy.max_delay, policy.base_delay * 2.0 ** exponent))
+
+
+def backoff_delay(retry: int, policy: RetryPolicy, rng: Random | None = None) -> float:
+    """The wait before retry ``retry``: uniform in [0, ceiling] ("full jitter").
+
+    >>> policy = RetryPolicy(base_delay=1, max_delay=5)
+    >>> [backoff_ceiling(n, policy) for n in (1, 2, 3, 4)]
+    [1.0, 2.0, 4.0, 5.0]
+    """
+    return (rng or random).uniform(0.0, backoff_ceiling(retry, policy))
+
+
+def backoff_schedule(policy: RetryPolicy, rng: Random | None = None) -> list[float]:
+    """The waits between the ``policy.attempts`` tries (one fewer than the tries)."""
+    return [backoff_delay(n, policy, rng) for n in range(1, policy.attempts)]
+
+
+
+class SessionLimits:
+    """The limits of one session as the engine tracks them: call :meth:`invocation_done`
+    after each agent invocation (with the progress digest and its cost),
+    :meth:`iteration_done` after each iteration, and :meth:`check` before the next
+    invocation. :meth:`to_json`/:meth:`from_json` keep the counts across a resume (in
+    metadata.yaml)."""
+
+    def __init__(self, config: RalphConfig, started_at: float, *, iterations_done: int = 0,
+                 cost_usd: float = 0.0, digest: str | None = None,
+                 without_progress: int = 0) -> None:
+        self.config = config
+        self.started_at = started_at
+        self.iterations_done = iterations_done
+        self.cost_usd = cost_usd
+        self.watch = ProgressWatch(digest, count=without_progress)
+
+    def invocation_done(self, digest: str, cost_usd: float | None = None) -> int:
+        """Record one invocation; returns invocations in a row without progress."""
+        self.cost_usd += cost_usd or 0.0
+        return self.watch.observe(digest)
+
+    def iteration_done(self) -> None:
+        self.iterations_done += 1
+
+    def snapshot(self) -> ProgressSnapshot:
+        return ProgressSnapshot(self.iterations_done, self.started_at, self.cost_usd,
+                                self.watch.count)
+
+    def check(self, now: float) -> StopReason | None:
+        return check(self.snapshot(), self.config, now)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"started_at": self.started_at, "iterations_done": self.iterations_done,
+                "cost_usd": self.cost_usd, "progress_digest": self.watch.digest,
+                "invocations_without_progress": self.watch.count}
+
+    @classmethod
+    def from_json(cls, config: RalphConfig, data: dict[str, Any]) -> SessionLimits:
+        return cls(config, float(data["started_at"]),
+                   iterations_done=int(data.get("iterations_done", 0)),
+                   cost_usd=float(data.get("cost_usd", 0.0)),
+                   digest=data.get("progress_digest"),
+                   without_progress=int(data.get("invocations_without_progress", 0)))

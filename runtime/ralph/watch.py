@@ -1,0 +1,214 @@
+"""``interlock watch ID``: a live terminal view of a Ralph session.
+
+The view is drawn from a :class:`RalphStatus` (the same data ``interlock ralph status
+--json`` prints): :func:`render` turns one status into a Rich renderable and is pure;
+:func:`follow` redraws it with :class:`rich.live.Live` every ``interval`` seconds from a
+``read_status`` callable until the session has ended (or ``until`` says so), and returns
+the last status. docs/ralph-watch.md lists every field read.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from interlock.machines.durations import format_duration
+
+Marker = Literal[" ", "/", "x", "F"]
+#: Statuses after which nothing more happens: :func:`follow` stops on them.
+FINISHED = frozenset({"complete", "completed", "failed", "aborted", "stopped", "cancelled"})
+LAST_LINES = 5
+RECENT_SIGNALS = 5
+
+_MARKER_STYLE = {" ": "dim", "/": "yellow", "x": "green", "F": "bold red"}
+_STATUS_STYLE = {"running": "bold cyan", "paused": "bold yellow", "complete": "bold green",
+                 "completed": "bold green", "failed": "bold red", "aborted": "bold red",
+                 "stopped": "bold magenta", "cancelled": "bold red"}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class TaskLine(_Model):
+    """One task of progress.md: its id, title, marker and a note (a failure's reason)."""
+
+    id: str
+    title: str = ""
+    marker: Marker = " "
+    note: str | None = None
+
+
+class RunningAgent(_Model):
+    """The agent invocation in flight: its role, the task it works on, seconds since it
+    started, its attempt (retries), and the last lines it printed."""
+
+    role: str
+    task: str | None = None
+    elapsed: float = 0.0
+    attempt: int = 1
+    last_lines: tuple[str, ...] = ()
+
+
+class SignalLine(_Model):
+    """A signal the session handled (or holds): its type, target, message, and what was
+    done with it."""
+
+    type: str
+    message: str = ""
+    target: str = "ALL"
+    action: str | None = None
+    at: str | None = None
+
+
+class Spend(_Model):
+    """Tokens and cost so far, as the agents reported them (None: not reported)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class StopInfo(_Model):
+    """Why the session ended: ``reason`` (``max_iterations``, ``max_runtime``,
+    ``max_cost``, ``no_progress``, ``completed``, ``aborted``...) and a readable detail."""
+
+    reason: str
+    detail: str = ""
+
+
+class RalphStatus(_Model):
+    """Everything ``interlock watch`` shows and ``ralph status --json`` prints."""
+
+    session_id: str
+    state: str  # the orchestrator's state path, e.g. "EXECUTING_BATCH"
+    status: str = "running"
+    iteration: int = 1
+    max_iterations: int | None = None
+    batch: int | None = None
+    batches: int | None = None
+    tasks: tuple[TaskLine, ...] = ()
+    agent: RunningAgent | None = None
+    signals: tuple[SignalLine, ...] = ()
+    spend: Spend = Field(default_factory=Spend)
+    elapsed: float | None = None  # seconds since the session started
+    stop: StopInfo | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+def _header(status: RalphStatus) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("session", Text(status.session_id))
+    grid.add_row("state", Text(status.state, style="cyan"))
+    grid.add_row("status", Text(status.status, style=_STATUS_STYLE.get(status.status, "")))
+    of = f" of {status.max_iterations}" if status.max_iterations is not None else ""
+    batch = ""
+    if status.batch is not None:
+        batch = f", batch {status.batch}" + (f"/{status.batches}" if status.batches else "")
+    grid.add_row("iteration", Text(f"{status.iteration}{of}{batch}"))
+    if status.elapsed is not None:
+        grid.add_row("elapsed", Text(format_duration(round(status.elapsed))))
+    grid.add_row("spend", Text(_spend(status.spend)))
+    if status.stop is not None:
+        grid.add_row("stopped", Text(f"{status.stop.reason}: {status.stop.detail}".rstrip(": "),
+                                     style="bold magenta"))
+    return grid
+
+
+def _spend(spend: Spend) -> str:
+    tokens = [f"{n:,} {label}" for n, label in ((spend.input_tokens, "in"),
+                                                (spend.output_tokens, "out")) if n is not None]
+    text = " / ".join(tokens) + " tokens" if tokens else "tokens not reported"
+    if spend.cost_usd is not None:
+        text += f", ${spend.cost_usd:.2f}"
+    return text
+
+
+def _tasks(status: RalphStatus) -> RenderableType:
+    done = sum(t.marker == "x" for t in status.tasks)
+    failed = sum(t.marker == "F" for t in status.tasks)
+    table = Table(title=f"tasks: {done}/{len(status.tasks)} done, {failed} failed",
+                  title_justify="left", show_header=False, box=None, padding=(0, 1))
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for task in status.tasks:
+        title = Text(task.title)
+        if task.note:
+            title.append(f"  ({task.note})", style="dim")
+        table.add_row(Text(f"[{task.marker}]", style=_MARKER_STYLE[task.marker]),
+                      Text(task.id, style="bold"), title)
+    return table
+
+
+def _agent(agent: RunningAgent) -> RenderableType:
+    head = Text(f"{agent.role}", style="bold")
+    if agent.task:
+        head.append(f" on {agent.task}")
+    head.append(f"  {format_duration(round(agent.elapsed))}")
+    if agent.attempt > 1:
+        head.append(f"  attempt {agent.attempt}", style="yellow")
+    lines = [Text(line, style="dim", no_wrap=True, overflow="ellipsis")
+             for line in agent.last_lines[-LAST_LINES:]]
+    return Panel(Group(head, *lines), title="running agent", title_align="left")
+
+
+def _signals(signals: tuple[SignalLine, ...]) -> RenderableType:
+    table = Table(title="recent signals", title_justify="left", show_header=False, box=None,
+                  padding=(0, 1))
+    for signal in signals[-RECENT_SIGNALS:]:
+        action = Text(f"-> {signal.action}" if signal.action else "(pending)", style="dim")
+        table.add_row(Text(signal.type, style="bold"), Text(signal.message), action)
+    return table
+
+
+def render(status: RalphStatus) -> RenderableType:
+    """The whole view of ``status`` (pure: no clock, no I/O)."""
+    parts: list[RenderableType] = [_header(status)]
+    if status.tasks:
+        parts.append(_tasks(status))
+    if status.agent is not None:
+        parts.append(_agent(status.agent))
+    if status.signals:
+        parts.append(_signals(status.signals))
+    return Panel(Group(*parts), title=f"ralph {status.session_id}", title_align="left")
+
+
+def render_text(status: RalphStatus, width: int = 100) -> str:
+    """``render`` as plain text, ``width`` columns wide (tests, logs, ``--once``)."""
+    console = Console(width=width, record=True, color_system=None, force_terminal=False,
+                      file=io.StringIO())
+    console.print(render(status))
+    return console.export_text()
+
+
+def follow(read_status: Callable[[], RalphStatus], interval: float = 0.5, *,
+           until: Callable[[RalphStatus], bool] | None = None,
+           console: Console | None = None,
+           sleep: Callable[[float], None] = time.sleep) -> RalphStatus:
+    """Show the session live until it has finished (``until`` overrides that test);
+    returns the last status read. The last view stays on the screen."""
+    done = until or (lambda s: s.finished)
+    status = read_status()
+    with Live(render(status), console=console, auto_refresh=False,
+              transient=False) as live:
+        while not done(status):
+            sleep(interval)
+            status = read_status()
+            live.update(render(status), refresh=True)
+        live.update(render(status), refresh=True)
+    return status

@@ -1,0 +1,45 @@
+"""`interlock run` with invoke: states through the installed CLI: an `agent: executor`
+invoke with no interlock.yaml runs the offline demo executor role, then a `command:`
+invoke runs; the journal (`interlock log --json`) shows both invocations and their
+done.invoke events."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from support.cli import Cli
+from support.paths import TESTS
+
+SPEC = TESTS / "support" / "invoke" / "e2e" / "two_invokes.yaml"
+
+
+def test_run_drives_an_agent_invoke_and_a_command_invoke_to_a_final_state(
+        cli: Cli, tmp_path: Path) -> None:
+    shutil.copy(SPEC, tmp_path / "two_invokes.yaml")
+    assert not (tmp_path / "interlock.yaml").exists()
+    run = cli("run", "two_invokes.yaml", "--session", "s1", "--no-signals", cwd=tmp_path,
+              timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "session s1 finished in [done]" in run.stdout + run.stderr
+    log = cli("log", "s1", "--json", cwd=tmp_path)
+    assert log.returncode == 0, log.stderr
+    entries = [json.loads(line) for line in log.stdout.splitlines() if line.strip()]
+    invoked = [e for e in entries if e["kind"] == "invoked"]
+    assert [e["data"]["invoke"] for e in invoked] == ["execute", "check"]
+    assert invoked[0]["data"]["argv"][-2:] == ["--role", "executor"]  # the demo role
+    assert invoked[1]["data"]["argv"] == ["python3", "-c", "print('v: checked')"]
+    for entry in invoked:
+        assert Path(entry["data"]["spool"]).is_relative_to(
+            tmp_path / ".interlock" / "sessions" / "s1" / "invocations")
+    done = [e for e in entries if e["kind"] == "event"]
+    assert [e["event"] for e in done] == ["done.invoke.execute", "done.invoke.check"]
+    assert [(e["before"], e["after"]) for e in done] == [
+        (["executing"], ["checking"]), (["checking"], ["done"])]
+    execute, check = (e["data"] for e in done)
+    assert execute["invocation"] == invoked[0]["data"]["invocation"]
+    assert execute["answer"]["status"] == "done" and execute["answer"]["task"] == "T1"
+    assert (tmp_path / "T1.md").is_file()  # the executor role wrote its task's file
+    assert check["invocation"] == invoked[1]["data"]["invocation"]
+    assert check["answer"] == {"v": "checked"}

@@ -1,0 +1,182 @@
+"""The limits policy, the progress digest and the backoff schedule: pure, on an injected
+clock, never sleeping."""
+
+from __future__ import annotations
+
+import doctest
+import os
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interlock.runtime.engine.clock import ManualClock
+from interlock.runtime.ralph import limits as limits_module
+from interlock.runtime.ralph.config import RalphConfig, RetryPolicy
+from interlock.runtime.ralph.limits import (
+    ProgressSnapshot,
+    ProgressWatch,
+    SessionLimits,
+    StopReason,
+    backoff_ceiling,
+    backoff_delay,
+    backoff_schedule,
+    check,
+    is_transient,
+    progress_digest,
+    project_files,
+)
+
+
+def test_each_limit_has_its_stop_reason() -> None:
+    clock = ManualClock()
+    started = clock.now()
+    config = RalphConfig(max_iterations=5, max_runtime=3600, max_cost=2.0, no_progress_limit=3)
+    assert check(ProgressSnapshot(4, started, 1.99, 2), config, clock.now()) is None
+    assert check(ProgressSnapshot(5, started), config, clock.now()) == StopReason(
+        "max_iterations", "reached max_iterations: 5 iterations done, the limit is 5")
+    clock.advance(3600)
+    reason = check(ProgressSnapshot(1, started), config, clock.now())
+    assert reason is not None and reason.kind == "max_runtime"
+    assert reason.detail == "reached max_runtime: ran 1h, the limit is 1h"
+    assert check(ProgressSnapshot(1, clock.now(), 2.0), config, clock.now()) == StopReason(
+        "max_cost", "reached max_cost: spent $2.00, the limit is $2.00")
+    reason = check(ProgressSnapshot(1, clock.now(), 0, 3), config, clock.now())
+    assert reason is not None and reason.kind == "no_progress"
+    assert "3 invocations in a row" in reason.detail
+    assert reason.to_json() == {"reason": "no_progress", "detail": reason.detail}
+
+
+def test_unset_limits_never_stop() -> None:
+    config = RalphConfig(max_iterations=None, no_progress_limit=None)
+    assert check(ProgressSnapshot(10_000, 0.0, 1e6, 10_000), config, 1e9) is None
+
+
+def test_the_first_reached_limit_wins() -> None:
+    config = RalphConfig(max_iterations=1, max_cost=1.0)
+    reason = check(ProgressSnapshot(1, 0.0, 5.0), config, 0.0)
+    assert reason is not None and reason.kind == "max_iterations"
+
+
+def test_a_never_finishing_loop_stops_at_max_iterations() -> None:
+    """A loop whose agent always says 'more to do' is ended by the engine, not the agent."""
+    config = RalphConfig(max_iterations=3, no_progress_limit=None)
+    clock = ManualClock()
+    started, done = clock.now(), 0
+    while (reason := check(ProgressSnapshot(done, started), config, clock.now())) is None:
+        done += 1  # one more iteration of an agent that never finishes
+        clock.advance(60)
+    assert (done, reason.kind) == (3, "max_iterations")
+
+
+def test_digest_sees_progress_and_project_changes(tmp_path: Path) -> None:
+    progress = tmp_path / ".ralph-sessions" / "s1" / "iterations" / "1" / "progress.md"
+    progress.parent.mkdir(parents=True)
+    progress.write_text("- [ ] task-1\n")
+    (tmp_path / "src.py").write_text("x = 1\n")
+    first = progress_digest(tmp_path, progress)
+    assert progress_digest(tmp_path, progress) == first
+    progress.write_text("- [/] task-1\n")
+    second = progress_digest(tmp_path, progress)
+    assert second != first
+    (tmp_path / "src.py").write_text("x = 22\n")
+    third = progress_digest(tmp_path, progress)
+    assert third != second
+    # the session folder and interlock's state are not the project's progress
+    (progress.parent / "notes.md").write_text("scratch")
+    (tmp_path / ".interlock").mkdir()
+    (tmp_path / ".interlock" / "db").write_text("state")
+    assert progress_digest(tmp_path, progress) == third
+    assert progress_digest(tmp_path, tmp_path / "absent.md") != third
+
+
+def test_project_files_follow_git_when_present(tmp_path: Path) -> None:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True, env=env)
+    (tmp_path / ".gitignore").write_text("build/\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "out.o").write_text("obj")
+    (tmp_path / "a.py").write_text("")
+    (tmp_path / ".ralph-sessions").mkdir()
+    (tmp_path / ".ralph-sessions" / "m.yaml").write_text("")
+    assert project_files(tmp_path) == [".gitignore", "a.py"]
+
+
+def test_walk_skips_ignored_folders(tmp_path: Path) -> None:
+    for name in ("a.txt", "sub/b.txt", ".venv/x", ".interlock/y", "node_modules/z"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert project_files(tmp_path) == ["a.txt", "sub/b.txt"]
+
+
+def test_progress_watch_counts_unchanged_invocations() -> None:
+    watch = ProgressWatch()
+    assert [watch.observe(d) for d in ("a", "a", "a", "b", "b")] == [0, 1, 2, 0, 1]
+
+
+def test_transient_classification() -> None:
+    policy = RetryPolicy(exit_codes=(75, 143), output_patterns=(r"^No messages returned$",
+                                                                r"rate.?limit"))
+    assert is_transient(75, "", policy)
+    assert is_transient(1, "x\nNo messages returned\n", policy)
+    assert is_transient(None, "Rate-limit hit", policy) is False  # patterns are case-sensitive
+    assert is_transient(None, "rate limit hit", policy)
+    assert not is_transient(2, "boom", policy)
+    assert not is_transient(0, "rate limit", policy)
+
+
+def test_backoff_is_capped_exponential_with_full_jitter() -> None:
+    policy = RetryPolicy(attempts=6, base_delay=0.5, max_delay=3)
+    assert [backoff_ceiling(n, policy) for n in range(1, 6)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+    rng = random.Random(7)
+    delays = backoff_schedule(policy, rng)
+    assert len(delays) == 5
+    assert all(0 <= d <= backoff_ceiling(n, policy) for n, d in enumerate(delays, 1))
+    assert delays == backoff_schedule(policy, random.Random(7))  # deterministic per seed
+
+    class Top:
+        def uniform(self, a: float, b: float) -> float:
+            return b
+
+    assert backoff_delay(30, policy, Top()) == 3.0
+    assert backoff_ceiling(10_000, policy) == 3.0
+    with pytest.raises(ValueError):
+        backoff_ceiling(0, policy)
+
+
+def test_docstring_examples() -> None:
+    result = doctest.testmod(limits_module)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_session_limits_track_and_survive_a_resume() -> None:
+    clock = ManualClock()
+    config = RalphConfig(max_cost=1.0, no_progress_limit=2)
+    limits = SessionLimits(config, clock.now(), digest="d0")
+    assert limits.invocation_done("d0", 0.25) == 1
+    limits.iteration_done()
+    saved = limits.to_json()
+    resumed = SessionLimits.from_json(config, saved)
+    assert resumed.snapshot() == limits.snapshot() == ProgressSnapshot(1, clock.now(), 0.25, 1)
+    assert resumed.check(clock.now()) is None
+    resumed.invocation_done("d0", 0.8)
+    reason = resumed.check(clock.now())
+    assert reason is not None and reason.kind == "max_cost"
+
+
+@settings(max_examples=200, deadline=None)
+@given(retry=st.integers(1, 200), base=st.floats(0, 100), extra=st.floats(0, 1000),
+       draw=st.floats(0, 1))
+def test_backoff_stays_within_its_ceiling(retry: int, base: float, extra: float,
+                                          draw: float) -> None:
+    policy = RetryPolicy(base_delay=base, max_delay=base + extra)
+
+    class Fixed:
+        def uniform(self, a: float, b: float) -> float:
+            return a + (b - a) * draw
+
+    delay = backoff_delay(retry, policy, Fixed())
+    assert 0 <= delay <= backoff_ceiling(retry, policy) <= policy.max_delay
