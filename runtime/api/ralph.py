@@ -70,17 +70,29 @@ def ralph_init(request: str, *, session_id: str | None = None,
 
 async def ralph_run(session_id: str, *, max_iterations: int | None = None,
                     max_runtime: float | None = None, max_cost: float | None = None,
+                    record: Path | str | None = None, replay: Path | str | None = None,
                     caller: Caller | None = None, store: str | None = None,
                     root: Path | str | None = None, stop: asyncio.Event | None = None,
                     on_note: Callable[[str], None] | None = None) -> RalphResult:
     """Run the session until COMPLETE (completed or aborted), a limit, or ``stop``. A
-    paused session waits here. ``caller`` replaces the agent calls (a cassette)."""
+    paused session waits here. ``record``/``replay``: a cassette file that every agent
+    call is recorded to or replayed from (docs/cassettes); ``caller`` replaces the agent
+    calls altogether."""
     folder = _folder(session_id, root)
     try:
         config = load_ralph_config(folder.root / PROJECT_FILE).with_overrides(
             max_iterations=max_iterations, max_runtime=max_runtime, max_cost=max_cost)
     except RalphConfigError as exc:
         raise UsageError(str(exc)) from None
+    if record is not None or replay is not None:
+        from interlock.runtime.agents.cassette import CassetteError, cassette_runner
+        from interlock.runtime.ralph.agent_call import dispatch_caller
+
+        try:
+            runner = cassette_runner(record=record, replay=replay, root=folder.root)
+        except (ValueError, CassetteError) as exc:
+            raise UsageError(str(exc)) from None
+        caller = dispatch_caller(config, runner)
     meta = folder.metadata()
     if meta.get("status") in ("completed", "aborted"):
         return RalphResult(session_id, str(meta["status"]))

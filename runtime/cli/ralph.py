@@ -10,7 +10,7 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -42,14 +42,14 @@ def _note(text: str) -> None:
     err.print(escape(text))
 
 
-def _run(session_id: str, store: str | None, **limits: float | int | None) -> int:
+def _run(session_id: str, store: str | None, **limits: Any) -> int:
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
         result = loop.run_until_complete(runtime.ralph_run(
-            session_id, store=store, stop=stop, on_note=_note, **limits))  # type: ignore[arg-type]
+            session_id, store=store, stop=stop, on_note=_note, **limits))
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
     finally:
@@ -106,10 +106,8 @@ def run(
 ) -> None:
     """Run the session until COMPLETE or a limit (exit 0 completed, 1 aborted or failed,
     3 limit reached); Ctrl-C saves it. A paused session waits for `ralph resume`."""
-    if replay is not None or record is not None:
-        raise typer.Exit(fail("--replay/--record need cassettes (runtime/agents/cassette.py),"
-                              " which this build does not have yet", EXIT_USAGE))
-    raise typer.Exit(_run(session_id, store, max_iterations=max_iterations,
+    raise typer.Exit(_run(session_id, store, record=record, replay=replay,
+                          max_iterations=max_iterations,
                           max_runtime=_duration(max_runtime, "--max-runtime"),
                           max_cost=max_cost))
 

@@ -24,7 +24,7 @@ import yaml
 from interlock.runtime.agents.adapters import adapter_for
 from interlock.runtime.agents.base import Usage
 from interlock.runtime.agents.config import AgentConfig
-from interlock.runtime.ralph.config import RetryPolicy
+from interlock.runtime.ralph.config import RalphConfig, RetryPolicy
 from interlock.runtime.ralph.limits import backoff_delay, is_transient
 
 
@@ -132,3 +132,29 @@ async def call_agent(config: AgentConfig, prompt: str, timeout: float | None,
         if not transient or attempt >= retry.attempts:
             return call
         await asyncio.sleep(backoff_delay(attempt, retry))
+
+
+def dispatch_caller(config: RalphConfig, runner: Any) -> Caller:
+    """A :data:`Caller` through the real dispatcher and the engine's safety nets
+    (:func:`interlock.runtime.ralph.invocation.invoke_agent`), with ``runner`` in front of
+    it: a cassette's recorder or player (:mod:`interlock.runtime.agents.cassette`), so
+    ``ralph run --record/--replay`` records or replays every agent call."""
+    from interlock.runtime.agents.adapters import read_result
+    from interlock.runtime.ralph.invocation import invoke_agent
+
+    async def call(agent: AgentConfig, prompt: str, timeout: float | None,
+                   retry: RetryPolicy) -> AgentCall:
+        started = time.monotonic()
+        outcome = await invoke_agent(agent, prompt, config, runner=runner)
+        result = outcome.result
+        output = read_result(agent, result)
+        made = AgentCall(prompt, text=output.answer, usage=output.usage,
+                         exit_code=result.polling.exit_code, error=outcome.failure,
+                         attempts=len(outcome.attempts), elapsed=time.monotonic() - started)
+        if made.error is None:
+            made.answer = parse_answer(output.answer)
+            if made.answer is None:
+                made.error = "the answer is not a YAML or JSON mapping"
+        return made
+
+    return call

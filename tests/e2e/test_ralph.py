@@ -307,3 +307,35 @@ def test_the_same_session_with_a_fake_claude_reviewer(tmp_path: Path) -> None:
     assert "verdict: accept" in review
     record = (session(claude_root) / "iterations/1/invocations/004-reviewer.md").read_text()
     assert "costUsd: 0." in record
+
+
+def _artefacts(root: Path) -> dict[str, str]:
+    """Every file of the session's iterations and the project, the timing of each call
+    left out (the one thing a replay may change)."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if not path.is_file() or rel.parts[0] in (".interlock",) or "signals" in rel.parts:
+            continue
+        if rel.name == "metadata.yaml" or rel.suffix == ".jsonl":
+            continue  # timestamps
+        text = path.read_text().replace(str(root), "ROOT")
+        files[str(rel)] = "\n".join(line for line in text.splitlines()
+                                    if not line.startswith("## Call "))
+    return files
+
+
+def test_a_recorded_cassette_replays_to_identical_artefacts(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    cassette = tmp_path / "session.jsonl"
+    project(first)
+    project(second)
+    done = cli(first, "ralph", "run", "s", "--record", str(cassette))
+    assert done.returncode == 0, done.stderr
+    assert len(cassette.read_text().splitlines()) == 7
+    done = cli(second, "ralph", "run", "s", "--replay", str(cassette))
+    assert done.returncode == 0, done.stderr
+    assert _artefacts(first) == _artefacts(second)
+    assert progress(second).count("[x]") == 3
