@@ -34,6 +34,7 @@ from interlock.runtime.host.owners import default_owner
 from interlock.runtime.ralph.agent_call import AgentCall, Caller, call_agent
 from interlock.runtime.ralph.config import IDENTITIES, RalphConfig
 from interlock.runtime.ralph.folder import RalphFolder, Task, now_iso, write_text
+from interlock.runtime.ralph.gates import gate_decision, run_gates
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import UNIVERSAL_TYPES, Signal, SignalError, parse_signal
 
@@ -129,6 +130,9 @@ class Subagent:
         self.calls: list[AgentCall] = []
         self.pause_requested = False
         self.pause_message: str | None = None
+        self.gate_runs = 0
+        self.gate_feedback = ""
+        self.gate_reports: list[dict[str, Any]] = []
 
     # -- signals ------------------------------------------------------------------------
 
@@ -193,8 +197,41 @@ class Subagent:
                 continue
             if after == "pause":
                 return self._paused()
+            gate = await self._gate(call)
+            if gate == "retry":
+                continue
+            if gate is not None:
+                return self._gate_failed(gate, restarts)
             break
         return self._verify(call, restarts)
+
+    async def _gate(self, call: AgentCall) -> str | None:
+        """Backpressure: the configured gates must pass before the task is ``[x]``;
+        a failure goes back to the Executor with the gates' output until
+        ``gate_attempts`` are spent. None (accept), "retry", or the failure's reason."""
+        gates = getattr(self.config, "gates", ())
+        if (self.role != "executor" or not gates or not call.ok
+                or (call.answer or {}).get("status", "done") != "done"):
+            return None
+        self.gate_runs += 1
+        report = await asyncio.to_thread(run_gates, gates, self.folder.root)
+        self.gate_reports.append(report.to_json())
+        decision = gate_decision(report, self.gate_runs, self.config.gate_attempts)
+        if decision.action == "accept":
+            return None
+        if decision.action == "retry":
+            self.gate_feedback = decision.feedback
+            return "retry"
+        return decision.reason or "gates failed"
+
+    def _gate_failed(self, reason: str, restarts: int) -> Outcome:
+        outcome = Outcome("failed", error=f"gates: {reason}", infos=self.infos,
+                          restarts=restarts,
+                          cost_usd=sum(c.usage.cost_usd or 0.0 for c in self.calls))
+        self._write_report(Outcome("failed", report=f"gates failed: {reason}",
+                                   blockers=[f"gates: {reason}"]))
+        self._record(outcome)
+        return outcome
 
     async def _watch(self, call_task: asyncio.Task[AgentCall]) -> str | None:
         """Wait for the call, polling the mailbox; a STEER or ABORT cancels the call."""
@@ -217,6 +254,7 @@ class Subagent:
             "task": self.task, "workdir": str(self.folder.workdir),
             "knowledge": str(self.folder.iteration(n) / "knowledge"),
             "docs": str(self.folder.docs), "resumed": ctx.get("pause_message") or "",
+            "gate_feedback": self.gate_feedback,
         }
         if self.role == "planner":
             replan = ctx.get("replan") if base["mode"] == "replan" else None
@@ -304,6 +342,10 @@ class Subagent:
             lines.append(f"- Implement restarted {outcome.restarts} time(s) by STEER")
         if outcome.blockers:
             lines += ["", "## Blockers", *(f"- {b}" for b in outcome.blockers)]
+        for k, gates in enumerate(self.gate_reports, start=1):
+            results: list[dict[str, Any]] = gates.get("results") or []
+            lines += ["", f"## Gates, run {k}: {'passed' if gates.get('passed') else 'failed'}"]
+            lines += [f"- {r['name']}: exit {r['exit']}" for r in results]
         write_text(self.folder.iteration(self.iteration) / "tasks" / f"{self.task['id']}.md",
                    "\n".join(lines).rstrip() + "\n")
 

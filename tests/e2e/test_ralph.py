@@ -339,3 +339,18 @@ def test_a_recorded_cassette_replays_to_identical_artefacts(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert _artefacts(first) == _artefacts(second)
     assert progress(second).count("[x]") == 3
+
+
+def test_gates_send_a_failing_task_back_then_fail_it(tmp_path: Path) -> None:
+    """A gate that passes once T1.md exists accepts T1; one that never passes fails T2
+    after gate_attempts, with the gate's output in the next prompt."""
+    project(tmp_path, ralph="gates:\n    - {name: check, command: 'test ! -e T2.md'}\n"
+            "  gate_attempts: 2\n  max_iterations: 1", request="write one; write two")
+    done = cli(tmp_path, "ralph", "run", "s")
+    assert done.returncode == 3, done.stderr
+    text = progress(tmp_path)
+    assert "[x] T1" in text and "[F] T2: write two — gates:" in text
+    record = (session(tmp_path) / "iterations/1/invocations/003-executor.md").read_text()
+    assert "The gates failed on your last attempt" in record
+    assert "## Gates, run 2: failed" in (session(tmp_path) / "iterations/1/tasks/T2.md"
+                                         ).read_text()
