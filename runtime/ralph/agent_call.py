@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import signal
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -24,6 +26,7 @@ import yaml
 from interlock.runtime.agents.adapters import adapter_for
 from interlock.runtime.agents.base import Usage
 from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.host.procfs import start_ticks
 from interlock.runtime.ralph.config import RalphConfig, RetryPolicy
 from interlock.runtime.ralph.limits import backoff_delay, is_transient
 
@@ -46,6 +49,37 @@ class AgentCall:
     @property
     def ok(self) -> bool:
         return self.error is None and self.answer is not None
+
+
+#: Where the agents running for this Ralph session are listed (``<pid>-<start ticks>``),
+#: so that a runner started after a crash stops those its dead predecessor left.
+AGENTS_DIR: contextvars.ContextVar[Path | None] = contextvars.ContextVar("ralph_agents",
+                                                                         default=None)
+
+
+def _listed(pid: int) -> Path | None:
+    folder = AGENTS_DIR.get()
+    ticks = start_ticks(pid)
+    if folder is None or ticks is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = folder / f"{pid}-{ticks}"
+    entry.touch()
+    return entry
+
+
+def reap_agents(folder: Path) -> list[int]:
+    """Stop the process groups of agents listed in ``folder`` that still run (a dead
+    runner's); returns their pids."""
+    stopped = []
+    for entry in sorted(folder.glob("*-*")) if folder.is_dir() else []:
+        pid_text, _, ticks = entry.name.partition("-")
+        if pid_text.isdigit() and start_ticks(int(pid_text)) == ticks:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(pid_text), signal.SIGKILL)
+                stopped.append(int(pid_text))
+        entry.unlink(missing_ok=True)
+    return stopped
 
 
 Caller = Callable[[AgentConfig, str, float | None, RetryPolicy], Coroutine[Any, Any, AgentCall]]
@@ -80,6 +114,7 @@ async def run_once(config: AgentConfig, prompt: str, timeout: float | None) -> A
     except OSError as exc:
         call.error = f"cannot start {launch.argv[0]}: {exc.strerror or exc}"
         return call
+    listed = _listed(proc.pid)
     try:
         out, err = await asyncio.wait_for(
             proc.communicate((launch.stdin or "").encode("utf-8")), timeout)
@@ -98,6 +133,8 @@ async def run_once(config: AgentConfig, prompt: str, timeout: float | None) -> A
     finally:
         if proc.returncode is None:
             _kill_group(proc)
+        if listed is not None:
+            listed.unlink(missing_ok=True)
     _kill_group(proc)  # anything the agent left running in its group
     call.elapsed = time.monotonic() - started
     call.exit_code = proc.returncode

@@ -35,7 +35,7 @@ from interlock.runtime.builtin.specs import builtin_spec_dir
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.host.owners import default_owner, owner_is_dead
-from interlock.runtime.ralph.agent_call import Caller
+from interlock.runtime.ralph.agent_call import AGENTS_DIR, Caller, reap_agents
 from interlock.runtime.ralph.bindings import ORCHESTRATOR, make_bindings
 from interlock.runtime.ralph.config import RalphConfig, role_agents
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
@@ -138,6 +138,10 @@ class RalphRun:
 
     async def run(self, stop: asyncio.Event | None = None) -> RalphResult:
         stop = stop or asyncio.Event()
+        agents = self.folder.path / "agents"
+        for pid in reap_agents(agents):
+            self.note(f"stopped agent process group {pid} left by a dead runner")
+        AGENTS_DIR.set(agents)
         recover_claims(self.mailbox)
         store = open_store(self.store_url, self.root)
         queue = open_store(self.store_url, self.root)

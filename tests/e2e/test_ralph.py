@@ -200,9 +200,16 @@ def test_sigkill_mid_executor_then_run_again(tmp_path: Path) -> None:
     proc = start(tmp_path, "ralph", "run", "s")
     wait_until(lambda: "[/] T2" in progress(tmp_path), what="T2 in progress")
     assert cli(tmp_path, "signal", "s", "INFO", "before the crash").returncode == 0
-    os.killpg(proc.pid, signal.SIGKILL)
+    agents = session(tmp_path) / "agents"
+
+    def executor_running() -> bool:
+        listed = [p.name.split("-")[0] for p in agents.glob("*-*")] if agents.is_dir() else []
+        return any(int(pid) in processes_in(tmp_path) for pid in listed)
+
+    wait_until(executor_running, what="the T2 executor process")
+    os.kill(proc.pid, signal.SIGKILL)  # the runner only: its agent lives on
     proc.wait(timeout=10)
-    wait_until(lambda: processes_in(tmp_path) == [], what="the agents to die with it")
+    assert processes_in(tmp_path) != []
     again = cli(tmp_path, "ralph", "run", "s", timeout=90)
     assert again.returncode == 0, again.stderr
     text = progress(tmp_path)
@@ -354,3 +361,29 @@ def test_gates_send_a_failing_task_back_then_fail_it(tmp_path: Path) -> None:
     assert "The gates failed on your last attempt" in record
     assert "## Gates, run 2: failed" in (session(tmp_path) / "iterations/1/tasks/T2.md"
                                          ).read_text()
+
+
+def test_a_dead_runners_hung_agent_is_stopped_by_the_next_runner(tmp_path: Path) -> None:
+    (tmp_path / "hang.yaml").write_text("hang: true\n")
+    project(tmp_path, "executor: {cli: demo, script: hang.yaml}", request="write it")
+    proc = start(tmp_path, "ralph", "run", "s")
+    agents = session(tmp_path) / "agents"
+
+    def listed() -> list[int]:
+        found = [int(p.name.split("-")[0]) for p in agents.glob("*-*")] if agents.is_dir() else []
+        return [pid for pid in found if pid in processes_in(tmp_path)]
+
+    wait_until(lambda: "[/] T1" in progress(tmp_path) and bool(listed()),
+               what="the hung executor")
+    hung = listed()
+    os.kill(proc.pid, signal.SIGKILL)  # the runner only: its agent hangs on
+    proc.wait(timeout=10)
+    assert set(hung) <= set(processes_in(tmp_path))
+    project_file = tmp_path / "interlock.yaml"
+    project_file.write_text(project_file.read_text().replace(
+        "executor: {cli: demo, script: hang.yaml}", "executor: {cli: demo}"))
+    again = cli(tmp_path, "ralph", "run", "s")
+    assert again.returncode == 0, again.stderr
+    assert "left by a dead runner" in " ".join(again.stderr.split())
+    assert processes_in(tmp_path) == []
+    assert "[x] T1" in progress(tmp_path)
