@@ -101,6 +101,12 @@ def test_a_session_runs_to_completion_offline(tmp_path: Path) -> None:
     assert not (tmp_path / ".docs").exists()
     status = cli(tmp_path, "ralph", "status", "s", "--json")
     assert '"status": "completed"' in status.stdout
+    from interlock.runtime.ralph.watch import RalphStatus
+
+    seen = RalphStatus.model_validate_json(status.stdout)
+    assert seen.finished and [t.marker for t in seen.tasks] == ["x", "x", "x"]
+    watched = cli(tmp_path, "watch", "s")
+    assert watched.returncode == 0 and "COMPLETE" in watched.stdout
 
 
 SLOW = "executor: {cli: demo, delay: 300ms}"
