@@ -39,11 +39,11 @@ typecheck: $(STAMP)
 	bash scripts/typecheck.sh
 
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2
 
 diagrams: $(STAMP)
 	$(BIN)/interlock diagram --all specs/ -o diagrams/
 	$(BIN)/interlock schema -o specs/interlock-spec.schema.json
 
 clean:
-	rm -rf $(VENV) build dist .cache .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist .cache .mypy_cache .ruff_cache .pytest_cache .hypothesis interlock-demo

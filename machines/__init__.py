@@ -17,6 +17,7 @@ from interlock.machines.backends.calls import UnboundNameError
 from interlock.machines.bindings import Binding, Bindings, Call
 from interlock.machines.checked import check_ir, load_checked
 from interlock.machines.compile import compile
+from interlock.machines.context import Problem, check_context, context_message
 from interlock.machines.diagnostics import Diagnostic, Mark, Severity, SpecError
 from interlock.machines.ir import MachineIR, StateIR, TransitionIR, build_ir
 from interlock.machines.lint import lint
@@ -30,6 +31,7 @@ __all__ = [
     "Diagnostic",
     "MachineIR",
     "Mark",
+    "Problem",
     "Severity",
     "Spec",
     "SpecError",
@@ -37,8 +39,10 @@ __all__ = [
     "TransitionIR",
     "UnboundNameError",
     "build_ir",
+    "check_context",
     "check_ir",
     "compile",
+    "context_message",
     "lint",
     "load",
     "load_checked",

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Literal, get_args
 
@@ -46,4 +47,5 @@ def compile(
     no binding compile, and raise ``UnboundNameError`` when reached at run time.
     """
     backend = _backend(target)
-    return backend(check_ir(spec, bindings), bindings)
+    compiled = backend(check_ir(spec, bindings), bindings)
+    return dataclasses.replace(compiled, bindings=dict(bindings or {}))

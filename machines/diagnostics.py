@@ -105,6 +105,7 @@ CODES: dict[str, str] = {
     "S104": "invalid identifier or event name",
     "S105": "invalid duration",
     "S106": "unsupported spec version",
+    "S107": "not a spec: a mapping with neither machine: nor states:",
     # M: the machine the spec describes
     "M201": "transition target or history default is not a state",
     "M202": "missing initial state",

@@ -43,8 +43,8 @@ import keyword
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import pairwise
-from typing import Any
 
+from interlock.machines.context import TYPE_HINTS, article, fits, is_delay, kind_of
 from interlock.machines.diagnostics import (
     Diagnostic,
     Mark,
@@ -53,10 +53,8 @@ from interlock.machines.diagnostics import (
     sort_diagnostics,
     warning,
 )
-from interlock.machines.durations import parse_duration
 from interlock.machines.events import engine_raised, reserved_reason
 from interlock.machines.ir import (
-    ContextFieldIR,
     InvokeIR,
     MachineIR,
     StateIR,
@@ -305,7 +303,7 @@ def _check_delay_key(ir: MachineIR, what: str, key: str, mark: Mark) -> Iterator
             mark,
             f"change the field's type to duration, or write a duration instead of {key!r}",
         )
-    elif field.default is not None and not _is_delay(field.default):
+    elif field.default is not None and not is_delay(field.default):
         yield error(
             "M212",
             f"{what} names context field {key!r} whose default {field.default!r} is not a "
@@ -313,16 +311,6 @@ def _check_delay_key(ir: MachineIR, what: str, key: str, mark: Mark) -> Iterator
             mark,
             "give the field a non-negative number of seconds or a duration such as 30s",
         )
-
-
-def _is_delay(value: object) -> bool:
-    if not isinstance(value, str | int | float):
-        return False
-    try:
-        parse_duration(value)
-    except ValueError:
-        return False
-    return True
 
 
 # -- M201: targets and history defaults ------------------------------------------------
@@ -890,49 +878,16 @@ def _check_reserved_events(ir: MachineIR, tree: _Tree) -> Iterator[Diagnostic]:
 # -- M215: context defaults ------------------------------------------------------------
 
 
-_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "str": lambda v: isinstance(v, str),
-    "bool": lambda v: isinstance(v, bool),
-    "list": lambda v: isinstance(v, list),
-    "dict": lambda v: isinstance(v, dict),
-    "duration": _is_delay,
-}
-_TYPE_HINTS: dict[str, str] = {
-    "int": "write a whole number such as 0; true and false are not numbers",
-    "float": "write a number such as 1.5",
-    "str": "quote the value to make it text",
-    "bool": "write true or false; yes, no, on and off are text in YAML 1.2",
-    "list": "write a list such as []",
-    "dict": "write a mapping such as {}",
-    "duration": "write seconds or a duration such as 500ms, 30s, 3m, 1h30m",
-}
-
-
 def _check_context_defaults(ir: MachineIR, tree: _Tree) -> Iterator[Diagnostic]:
     for field in ir.context.values():
-        if not _default_fits(field):
-            article = "an" if field.type[0] in "aeiou" else "a"
+        if not fits(field.type, field.default):
             yield error(
                 "M215",
                 f"default {field.default!r} of context field {field.name!r} is not "
-                f"{article} {field.type} (it is {_yaml_kind(field.default)})",
+                f"{article(field.type)} (it is {kind_of(field.default)})",
                 field.mark_of("default"),
-                _TYPE_HINTS.get(field.type),
+                TYPE_HINTS.get(field.type),
             )
-
-
-def _default_fits(field: ContextFieldIR) -> bool:
-    """``null`` means unset (filled from config or by an action) and fits every type."""
-    check = _TYPE_CHECKS.get(field.type)
-    return field.default is None or check is None or check(field.default)
-
-
-def _yaml_kind(value: object) -> str:
-    names = {bool: "a bool", int: "an int", float: "a float", str: "text", list: "a list",
-             dict: "a mapping"}
-    return names.get(type(value), f"a {type(value).__name__}")
 
 
 _CHECKS: tuple[Callable[[MachineIR, _Tree], Iterator[Diagnostic]], ...] = (

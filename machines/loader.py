@@ -142,9 +142,26 @@ def _attach_children(value: Any, steps: tuple[str, ...], path: Path, source: Sou
                 child._mark = source.value(path)
 
 
+def is_spec_like(data: object) -> bool:
+    """Whether parsed YAML is meant as a spec: a mapping with ``machine:`` or ``states:``.
+
+    Anything else (a project file ``interlock.yaml``, a CI file) is not a spec at all,
+    rather than a spec with every field missing (S107; ``validate FOLDER`` skips it).
+
+    >>> is_spec_like({"machine": "m"}), is_spec_like({"states": {}}), is_spec_like({"x": 1})
+    (True, True, False)
+    """
+    return isinstance(data, dict) and ("machine" in data or "states" in data)
+
+
 def loads(text: str | bytes, file: str = "<string>") -> Spec:
     """Parse and validate a spec from text. Raises :class:`SpecError` with diagnostics."""
     document = parse_yaml(text, file)
+    if not is_spec_like(document.data):
+        found = ", ".join(map(str, list(document.data)[:5])) or "nothing"
+        raise SpecError([error(
+            "S107", f"not a spec: no `machine:` key (the file holds: {found})",
+            Mark(file, 1, 1), "a spec starts with machine: NAME and states:")])
     try:
         spec = Spec.model_validate(document.data)
     except ValidationError as exc:

@@ -27,9 +27,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "specs": ("validate", "Validation", "draw", "draw_session", "draw_all", "spec_schema",
               "builtin_specs", "resolve_spec"),
     "dispatching": ("dispatch_agents", "dispatch_config", "AgentCommand", "DispatchResult",
-                    "PollingConfiguration", "SpawnOptions", "ConfigError",
+                    "PollingConfiguration", "SpawnOptions", "ConfigError", "FlagError",
                     "parse_dispatch_config"),
-    "signals": ("post_signal", "wait_for_receipt", "consume_signals", "parse_signal_types",
+    "signals": ("post_signal", "mailbox_folder", "wait_for_receipt", "consume_signals",
+                "parse_signal_types",
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
     "ralph": ("ralph_init", "ralph_run", "ralph_resume", "ralph_status", "ralph_poll",
               "ralph_folder", "RalphResult"),
@@ -37,6 +38,9 @@ _MODULES: dict[str, tuple[str, ...]] = {
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
               "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox"),
     "demo": ("run_demo", "run_demo_agent", "DemoVerdict", "DemoAnswerFormat"),
+    "interview": ("review", "resume_review", "review_blocking", "resume_blocking", "staged",
+                  "consume_staged", "staged_prompt", "Outcome", "load_answers",
+                  "terminal_ui", "JsonLines", "ScriptedAnswers", "task_node"),
 }
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names}
@@ -51,6 +55,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.dispatching import AgentCommand as AgentCommand
     from interlock.runtime.api.dispatching import ConfigError as ConfigError
     from interlock.runtime.api.dispatching import DispatchResult as DispatchResult
+    from interlock.runtime.api.dispatching import FlagError as FlagError
     from interlock.runtime.api.dispatching import PollingConfiguration as PollingConfiguration
     from interlock.runtime.api.dispatching import SpawnOptions as SpawnOptions
     from interlock.runtime.api.dispatching import dispatch_agents as dispatch_agents
@@ -74,6 +79,19 @@ if TYPE_CHECKING:
     from interlock.runtime.api.inbox import serve_inbox as serve_inbox
     from interlock.runtime.api.inbox import set_enabled as set_enabled
     from interlock.runtime.api.inbox import set_interval as set_interval
+    from interlock.runtime.api.interview import JsonLines as JsonLines
+    from interlock.runtime.api.interview import Outcome as Outcome
+    from interlock.runtime.api.interview import ScriptedAnswers as ScriptedAnswers
+    from interlock.runtime.api.interview import consume_staged as consume_staged
+    from interlock.runtime.api.interview import load_answers as load_answers
+    from interlock.runtime.api.interview import resume_blocking as resume_blocking
+    from interlock.runtime.api.interview import resume_review as resume_review
+    from interlock.runtime.api.interview import review as review
+    from interlock.runtime.api.interview import review_blocking as review_blocking
+    from interlock.runtime.api.interview import staged as staged
+    from interlock.runtime.api.interview import staged_prompt as staged_prompt
+    from interlock.runtime.api.interview import task_node as task_node
+    from interlock.runtime.api.interview import terminal_ui as terminal_ui
     from interlock.runtime.api.ralph import RalphResult as RalphResult
     from interlock.runtime.api.ralph import ralph_folder as ralph_folder
     from interlock.runtime.api.ralph import ralph_init as ralph_init
@@ -107,6 +125,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.signals import Receipt as Receipt
     from interlock.runtime.api.signals import Rejected as Rejected
     from interlock.runtime.api.signals import consume_signals as consume_signals
+    from interlock.runtime.api.signals import mailbox_folder as mailbox_folder
     from interlock.runtime.api.signals import parse_signal_types as parse_signal_types
     from interlock.runtime.api.signals import post_signal as post_signal
     from interlock.runtime.api.signals import wait_for_receipt as wait_for_receipt

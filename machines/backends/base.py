@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from interlock.machines.ir import MachineIR
@@ -65,6 +65,9 @@ class CompiledMachine:
     native: Any
     factory: Callable[[dict[str, Any]], MachineInstance]
     restorer: Callable[[dict[str, Any], MachineState], DurableInstance] | None = None
+    # The guard and action callables it was compiled with, by name (a runtime evaluates
+    # guards outside a step with them: Session.enabled).
+    bindings: Mapping[str, Callable[..., Any]] = field(default_factory=dict, compare=False)
 
     def new(self, context: Mapping[str, Any] | None = None) -> MachineInstance:
         """A fresh instance in its initial configuration; ``context`` overrides defaults."""

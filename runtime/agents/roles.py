@@ -189,7 +189,10 @@ def review(prompt: str) -> dict[str, Any]:
 
 def ask(prompt: str) -> dict[str, Any]:
     """Questioner: one text question per line of the prompt that ends in ``?``; without
-    any, a confirm and a select question about the request."""
+    any, a confirm and a select question about the request. A prompt with an
+    ``Interview: STAGE`` line is a poller interview's (seed 000): see :func:`poll`."""
+    if _INTERVIEW.search(prompt):
+        return poll(prompt)
     facts = parse_prompt(prompt)
     if facts.questions:
         return {"questions": [{"id": f"q{n}", "kind": "text", "prompt": text, "options": []}
@@ -213,3 +216,64 @@ def librarian(prompt: str, staged: list[str]) -> tuple[dict[str, Any], Effects]:
               for name in staged}
     return ({"mode": "promote", "staged": staged, "promoted": list(copies.values())},
             Effects(copies=copies))
+
+
+# -- the poller interview (seed 000) --------------------------------------------------------
+
+_INTERVIEW = re.compile(r"^Interview:[ \t]*(\w+)", re.M)
+_LINE = re.compile(r"^(Trigger|Category|Section|Issues|Round):[ \t]*(.*)$", re.M)
+_TOP: dict[str, tuple[str, list[tuple[str, str]]]] = {
+    "retry": ("What's wrong?", [("A", "Output too shallow"), ("B", "Facts are wrong"),
+                                ("C", "Wrong format"), ("D", "Off topic")]),
+    "deepen": ("Which section needs depth?", [("A", "Performance"), ("B", "Examples"),
+                                              ("C", "Edge cases"), ("D", "Sources")]),
+    "redirect": ("What direction instead?", [("A", "Simpler approach"),
+                                             ("B", "Different data source"),
+                                             ("C", "Another audience"),
+                                             ("D", "Start from the tests")]),
+}
+_NARROW = ("What's missing?", [("A", "Performance benchmarks for the sprite sheet"),
+                               ("B", "Worked examples"), ("C", "Error handling"),
+                               ("D", "References")])
+_REFINE = {
+    "wrong_section": "Put it under 'Rendering' instead of a new section",
+    "wrong_metric": "Focus on 36-hex render time specifically",
+    "too_specific": "Give higher-level guidance, not exact numbers",
+}
+
+
+def _options(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"key": key, "label": label} for key, label in pairs]
+
+
+def poll(prompt: str) -> dict[str, Any]:
+    """The demo poller: the category and narrowing questions of seed 000 as typed select
+    questions, then a suggested fix (``Interview: suggest``) and refinements from the Close
+    branch's issues (``Interview: refine``, ``Issues: wrong_metric, ...``)."""
+    found = _INTERVIEW.search(prompt)
+    stage = found.group(1).lower() if found else "category"
+    lines = {key.lower(): value.strip() for key, value in _LINE.findall(prompt)}
+    trigger = lines.get("trigger", "retry") or "retry"
+    if stage == "category":
+        text, pairs = _TOP.get(trigger, _TOP["retry"])
+        return {"questions": [{"id": "category", "kind": "select", "prompt": text,
+                               "options": _options(pairs)}]}
+    if stage == "narrow":
+        text, pairs = _NARROW
+        return {"questions": [{"id": "narrow", "kind": "select", "prompt": text,
+                               "options": _options(pairs)}]}
+    category = lines.get("category") or "output too shallow"
+    section = lines.get("section") or "more detail"
+    fix = f"Add a '{section.split()[0].title()}' section: {section}"
+    if stage == "refine":
+        issues = [i.strip() for i in lines.get("issues", "").split(",") if i.strip()]
+        corrections = [_REFINE[i] for i in issues if i in _REFINE]
+        return {"questions": [],
+                "interpretation": f"You said: {category.lower()}. Missing: {section}. "
+                                  f"Refined fix: {'; '.join(corrections) or fix}.",
+                "corrections": corrections, "context_additions": []}
+    return {"questions": [],
+            "interpretation": f"You said: {category.lower()}. Missing: {section}. "
+                              f"Suggested fix: {fix}.",
+            "corrections": [fix],
+            "context_additions": ["wiki/research/sprite-formats.md#performance"]}

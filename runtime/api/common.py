@@ -21,7 +21,14 @@ from interlock.runtime.engine.runner import SessionBusy, SessionClosed, SpecChan
 from interlock.runtime.engine.session import SessionError
 from interlock.runtime.engine.snapshot import SnapshotError
 from interlock.runtime.signals.model import SignalError
-from interlock.runtime.store import SessionNotFound, Store, StoreError, open_store
+from interlock.runtime.store import (
+    BadStoreURL,
+    SessionNotFound,
+    Store,
+    StoreError,
+    StoreMissing,
+    open_store,
+)
 
 
 @contextlib.contextmanager
@@ -38,16 +45,24 @@ def translated() -> Iterator[None]:
         raise StepFailed(str(exc)) from None
     except (SessionBusy, SpecChanged, SessionRunning, SessionOver, SessionClosed) as exc:
         raise Conflict(str(exc)) from None
-    except (BindingsError, SignalError) as exc:
+    except (BindingsError, SignalError, BadStoreURL) as exc:
         raise UsageError(str(exc)) from None
     except (SessionError, SnapshotError, StoreError) as exc:
         raise InterlockError(str(exc)) from None
 
 
 @contextlib.contextmanager
-def opened_store(store: str | None, root: Path) -> Iterator[Store]:
+def opened_store(store: str | None, root: Path, *, create: bool = True,
+                 session_id: str | None = None) -> Iterator[Store]:
+    """The store, closed afterwards. ``create=False`` (read-only calls) never makes the
+    SQLite file or its folder: a missing one is NotFound (``no session 'ID': no session
+    store at PATH: nothing has run here yet`` when ``session_id`` is given)."""
     with translated():
-        opened = open_store(store, root)
+        try:
+            opened = open_store(store, root, create=create)
+        except StoreMissing as exc:
+            prefix = f"no session {session_id!r}: " if session_id is not None else ""
+            raise NotFound(f"{prefix}{exc}") from None
         try:
             yield opened
         finally:

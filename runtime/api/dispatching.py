@@ -10,6 +10,7 @@ from interlock.runtime.api.common import opened_store, root_of
 from interlock.runtime.dispatch import AgentCommand, DispatchResult, dispatch_all
 from interlock.runtime.dispatch.config import (
     ConfigError,
+    FlagError,
     PollingConfiguration,
     load_dispatch_config,
     parse_dispatch_config,
@@ -20,8 +21,9 @@ from interlock.runtime.host.orphans import StoreRegistry, reap_orphans
 
 SPILL_DIR = Path(".interlock") / "dispatch"
 
-__all__ = ["AgentCommand", "ConfigError", "DispatchResult", "PollingConfiguration",
-           "SpawnOptions", "dispatch_agents", "dispatch_config", "parse_dispatch_config"]
+__all__ = ["AgentCommand", "ConfigError", "DispatchResult", "FlagError",
+           "PollingConfiguration", "SpawnOptions", "dispatch_agents", "dispatch_config",
+           "parse_dispatch_config"]
 
 
 def dispatch_config(config_file: Path | None = None, *, timeout: float | str | None = None,

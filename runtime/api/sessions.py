@@ -16,21 +16,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from interlock.machines import build_ir, loads
+from interlock.machines import build_ir, check_context, load_checked, loads
 from interlock.machines.bindings import Bindings, Call
+from interlock.machines.context import context_message
 from interlock.machines.events import reserved_reason
 from interlock.machines.ir import MachineIR, TransitionKind
 from interlock.runtime.api.common import opened_store, root_of, translated
-from interlock.runtime.api.errors import Conflict, UsageError
+from interlock.runtime.api.errors import Conflict, NotFound, UsageError
 from interlock.runtime.builtin.machines import (
     Builtin,
     BuiltinSetup,
     DemoDriver,
+    SessionPort,
     builtin_for,
     builtin_names,
     is_builtin_spec,
 )
-from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.engine.bindings_loader import load_bindings
 from interlock.runtime.engine.context import SessionContext as SessionContext
 from interlock.runtime.engine.context import with_session
@@ -203,12 +204,11 @@ def _in_session(bindings: Bindings, session_id: str, root: Path) -> Bindings:
 
 
 def _read_spec(spec: str | Path) -> tuple[str, str]:
-    path = resolve_spec(str(spec))
+    from interlock.runtime.api.specs import existing_spec
+
+    path = existing_spec(spec)
     try:
         return path.read_text(encoding="utf-8"), str(path)
-    except FileNotFoundError:
-        raise UsageError(f"no spec file {path} (nor a built-in spec of that name; "
-                         "`interlock specs` lists them)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read spec {path}: {exc}") from None
 
@@ -251,8 +251,8 @@ async def _drive(runner: Runner, feed: Any, created: bool, stop: asyncio.Event |
     def stepped(step: Step) -> None:
         if on_step is not None:
             on_step(step)
-        if feed is not None and step.before != step.after:
-            feed.stepped()
+        if feed is not None and step.accepted:
+            feed.stepped()  # signals waiting in inputs/ may be taken now; polled may be due
 
     if feed is not None:
         feed.start()
@@ -288,7 +288,11 @@ async def start(
     if session_id is not None:
         check_session_id(session_id)
     text, path = _read_spec(spec)
-    machine = build_ir(loads(text, path)).name
+    ir = load_checked(text, file=path)
+    machine = ir.name
+    problems = check_context(ir, context or {})
+    if problems:
+        raise UsageError(context_message(problems))
     builtin = builtin_for(machine) if is_builtin_spec(Path(path)) else None
     if demo and (builtin is None or builtin.demo is None):
         why = f"{path} is not one of them" if builtin is None else f"{machine} has no demo"
@@ -297,8 +301,9 @@ async def start(
     session_id = session_id or new_session_id(machine)
     if demo and builtin is not None:
         context = {**builtin.demo_context, **(context or {})}
+    port = SessionPort()
     bound = _in_session(_bindings_for(builtin, bindings, text, path, allow_unbound, demo,
-                                      session_id, base, on_note), session_id, base)
+                                      session_id, base, on_note, port), session_id, base)
     with opened_store(store, base) as opened:
         await asyncio.to_thread(_reap, opened, on_note)
         with translated():
@@ -311,15 +316,12 @@ async def start(
                     f"(store: {opened.url})")
         feed = _feed(runner, store, base, signals, signals_as, on_note)
         stop = stop or asyncio.Event()
-        scripted = (_play_demo(builtin, runner, store, base, stop, on_note)
-                    if demo and builtin is not None else None)
+        beside = _beside(builtin, port, runner, store, base,
+                         stop, demo, on_note)
         try:
             return await _drive(runner, feed, opened_as.created, stop, on_step)
         finally:
-            if scripted is not None:
-                scripted.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await scripted
+            await _end_beside(beside)
 
 
 def _invokes(root: Path, session_id: str) -> dict[str, Any]:
@@ -333,21 +335,28 @@ def _invokes(root: Path, session_id: str) -> dict[str, Any]:
 
 def _bindings_for(builtin: Builtin | None, bindings: BindingsArg, text: str, path: str,
                   allow_unbound: bool, demo: bool, session_id: str, root: Path,
-                  on_note: NoteCallback | None) -> Bindings:
-    """The caller's bindings, else a built-in spec's own."""
+                  on_note: NoteCallback | None, port: SessionPort) -> Bindings:
+    """The caller's bindings, else a built-in spec's own (``port`` connects their event
+    sources to the session once its runner is open)."""
     if bindings is None and builtin is not None:
         from interlock.runtime.signals.session_feed import session_dir
 
-        setup = BuiltinSetup(session_id, root, session_dir(root, session_id), demo)
+        setup = BuiltinSetup(session_id, root, session_dir(root, session_id), demo, port=port)
         return resolve_bindings(builtin.bindings(setup), text, path, allow_unbound, on_note)
     return resolve_bindings(bindings, text, path, allow_unbound, on_note)
 
 
-def _play_demo(builtin: Builtin, runner: Runner, store: str | None, root: Path,
-               stop: asyncio.Event, on_note: NoteCallback | None) -> asyncio.Task[None]:
-    """Run a built-in's scripted stand-ins beside the runner; if they fail, the run stops."""
-    assert builtin.demo is not None
-    queue = open_store(store, root)  # a connection of its own for the driver's sends
+def _beside(builtin: Builtin | None, port: SessionPort, runner: Runner, store: str | None,
+            root: Path, stop: asyncio.Event, demo: bool,
+            on_note: NoteCallback | None) -> asyncio.Task[None] | None:
+    """Run a built-in's watchers (its bindings' event sources, on every run) and, for
+    ``demo``, its scripted stand-ins beside the runner; if one fails, the run stops."""
+    if builtin is None:
+        return None
+    plays = [*port.watchers, *([builtin.demo] if demo and builtin.demo is not None else [])]
+    if not plays:
+        return None
+    queue = open_store(store, root)  # a connection of its own for the sends
 
     def send(event: str, data: dict[str, Any]) -> None:
         queue.enqueue(runner.session_id, event, data, time.time())
@@ -355,20 +364,36 @@ def _play_demo(builtin: Builtin, runner: Runner, store: str | None, root: Path,
 
     driver = DemoDriver(runner.session_id, lambda: runner.active, send,
                         lambda: runner.session.context)
+    port.connect(driver, queue, on_note)
 
-    async def play() -> None:
+    async def play(part: Callable[[DemoDriver], Any]) -> None:
         try:
-            await builtin.demo(driver)  # type: ignore[misc]
+            await part(driver)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a stand-in that fails stops the demo, with the reason
+        except Exception as exc:  # a stand-in that fails stops the run, with the reason
             if on_note is not None:
-                on_note(f"demo: {type(exc).__name__}: {exc}")
+                on_note(f"{builtin.name}: {type(exc).__name__}: {exc}")
             stop.set()
+
+    async def together() -> None:
+        tasks = [asyncio.create_task(play(part)) for part in plays]
+        try:
+            await asyncio.gather(*tasks)
         finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # their cleanup first
             queue.close()
 
-    return asyncio.create_task(play())
+    return asyncio.create_task(together())
+
+
+async def _end_beside(beside: asyncio.Task[None] | None) -> None:
+    if beside is not None:
+        beside.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beside
 
 
 async def create(
@@ -405,10 +430,13 @@ async def resume(
         await asyncio.to_thread(_reap, opened, on_note)
         with translated():
             row = await asyncio.to_thread(opened.get, session_id)
+        if row.status in ("finished", "cancelled"):
+            raise Conflict(f"session {session_id!r} is {row.status}; nothing to resume")
         builtin = builtin_for(row.spec_name) if is_builtin_spec(Path(row.spec_path)) else None
+        port = SessionPort()
         bound = _in_session(_bindings_for(builtin, bindings, row.spec_text, row.spec_path,
-                                          allow_unbound, False, session_id, base, on_note),
-                            session_id, base)
+                                          allow_unbound, False, session_id, base, on_note,
+                                          port), session_id, base)
         with translated():
             runner, _ = await asyncio.to_thread(
                 Runner.open, opened, None, row.spec_path, session_id=session_id,
@@ -416,7 +444,13 @@ async def resume(
         if on_note is not None:
             on_note(f"session {session_id} resumed [{', '.join(runner.session.active)}]")
         feed = _feed(runner, store, base, signals, signals_as, on_note)
-        return await _drive(runner, feed, False, stop, on_step)
+        stop = stop or asyncio.Event()
+        beside = _beside(builtin, port, runner, store, base,
+                         stop, False, on_note)
+        try:
+            return await _drive(runner, feed, False, stop, on_step)
+        finally:
+            await _end_beside(beside)
 
 
 # -- events -----------------------------------------------------------------------------
@@ -428,6 +462,8 @@ def _send(store: Store, session_id: str, event: str, data: dict[str, Any],
     info = _info(store, row, time.time())
     if info.status in ("finished", "cancelled"):
         raise Conflict(f"session {session_id} is {info.status}; it takes no events")
+    if info.status != "running":
+        _check_event_of(row, event)
     item = store.enqueue(session_id, event, data, time.time())
     if info.status != "running":
         return SendReceipt(session_id, event, "queued", info.active,
@@ -449,6 +485,21 @@ def _send(store: Store, session_id: str, event: str, data: dict[str, Any],
         return SendReceipt(session_id, event, "taken", entry.after)
     return SendReceipt(session_id, event, "taken", _info(store, store.get(session_id),
                                                          time.time()).active)
+
+
+def _check_event_of(row: SessionRow, event: str) -> None:
+    """Refuse an event no state of the session's machine ever takes (queued for a stopped
+    session it would only be rejected later, far from the typo)."""
+    from interlock.machines.diagnostics import did_you_mean
+    from interlock.machines.events import descriptor_matches
+
+    ir = build_ir(loads(row.spec_text, row.spec_path))
+    if any(descriptor_matches(d, event) for d in ir.events):
+        return
+    hint = did_you_mean(event, ir.events)
+    raise Conflict(f"event {event!r} is not an event of machine {row.spec_name!r}"
+                   + (f" ({hint})" if hint else "")
+                   + f"; it takes: {', '.join(ir.events) or 'none'}")
 
 
 async def send(session_id: str, event: str, data: Mapping[str, Any] | None = None, *,
@@ -473,7 +524,8 @@ async def status(session_id: str, *, store: str | None = None,
                  root: Path | str | None = None) -> SessionInfo:
     """One session as it stands."""
     check_session_id(session_id)
-    with opened_store(store, root_of(root)) as opened, translated():
+    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
+            translated():
         row = await asyncio.to_thread(opened.get, session_id)
         return await asyncio.to_thread(_info, opened, row, time.time())
 
@@ -486,15 +538,19 @@ async def sessions(*, store: str | None = None,
         return [_info(opened, item.row, now, item.info)
                 for item in list_sessions(opened, now)]
 
-    with opened_store(store, root_of(root)) as opened, translated():
-        return await asyncio.to_thread(listed, opened)
+    try:
+        with opened_store(store, root_of(root), create=False) as opened, translated():
+            return await asyncio.to_thread(listed, opened)
+    except NotFound:  # no store here: nothing has run, so there are no sessions
+        return []
 
 
 async def log(session_id: str, *, after_seq: int = -1, store: str | None = None,
               root: Path | str | None = None) -> list[JournalEntry]:
     """The session's journal entries with seq > ``after_seq`` (all by default), in order."""
     check_session_id(session_id)
-    with opened_store(store, root_of(root)) as opened, translated():
+    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
+            translated():
         await asyncio.to_thread(opened.get, session_id)
         return await asyncio.to_thread(opened.journal, session_id, after_seq)
 
@@ -503,7 +559,8 @@ async def follow(session_id: str, *, poll: float = 0.2, store: str | None = None
                  root: Path | str | None = None) -> AsyncIterator[JournalEntry]:
     """The journal, then each new entry as it is committed, until the session ends."""
     check_session_id(session_id)
-    with opened_store(store, root_of(root)) as opened, translated():
+    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
+            translated():
         seen = -1
         while True:
             for entry in await asyncio.to_thread(opened.journal, session_id, seen):

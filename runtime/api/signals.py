@@ -6,10 +6,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
-from interlock.runtime.api.common import translated
-from interlock.runtime.api.errors import InterlockError, UsageError
+from interlock.runtime.api.common import opened_store, root_of, translated
+from interlock.runtime.api.errors import InterlockError, NotFound, UsageError
+from interlock.runtime.signals.addressing import (
+    UnknownSession,
+    is_folder_reference,
+    resolve_mailbox_folder,
+)
 from interlock.runtime.signals.consumer import Consumer, Handled, Rejected, Subscription
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import (
@@ -20,13 +26,15 @@ from interlock.runtime.signals.model import (
     Signal,
     SignalError,
     check_identifier,
+    make_signal,
 )
 from interlock.runtime.signals.writer import Receipt
 from interlock.runtime.signals.writer import post_signal as _post
 from interlock.runtime.signals.writer import wait_for_receipt as _wait
 
 __all__ = ["SIGNAL_TYPES", "Handled", "PostedSignal", "Receipt", "Rejected", "Signal",
-           "consume_signals", "parse_signal_types", "post_signal", "wait_for_receipt"]
+           "consume_signals", "mailbox_folder", "parse_signal_types", "post_signal",
+           "wait_for_receipt"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,27 +53,53 @@ class PostedSignal:
         return self.mailbox.inputs
 
 
-def resolve_session_dir(given: Path | str) -> Path:
-    """A session folder as given, or, for a bare session id that is not a folder here,
-    the Ralph session's ``.ralph-sessions/<ID>/`` or a session's
-    ``.interlock/sessions/<ID>/`` when one exists."""
-    path = Path(given)
-    if path.is_dir() or len(path.parts) != 1:
-        return path
-    for base in (Path(".ralph-sessions"), Path(".interlock") / "sessions"):
-        if (base / path).is_dir():
-            return base / path
-    return path
+def _store_sessions(store: str | None, base: Path) -> list[str]:
+    """The session ids in the store; none when there is no store yet (nothing is made)."""
+    try:
+        with opened_store(store, base, create=False) as opened:
+            return [row.id for row in opened.list()]
+    except NotFound:
+        return []
 
 
-def post_signal(session_dir: Path | str, kind: str, message: str | None = None, *,
-                target: str = TARGET_ALL, iteration: int | None = None) -> PostedSignal:
-    """Write a signal file into ``SESSION_DIR/signals/inputs/`` atomically (tmp/, fsync,
-    rename). UsageError for a bad type, target or message."""
-    session_dir = resolve_session_dir(session_dir)
+def mailbox_folder(session: Path | str, *, create: bool = False, store: str | None = None,
+                   root: Path | str | None = None) -> Path:
+    """The session folder a signal for ``session`` goes to: a session id (its folder
+    ``ROOT/.interlock/sessions/ID``) or a folder (a Path, or text with a '/').
+
+    NotFound (listing the known session ids) for a session that is neither in the store
+    nor has a folder, or a folder without a ``signals/`` mailbox, unless ``create``;
+    UsageError for an unsafe id."""
+    base = root_of(root)
+    ralph = base / ".ralph-sessions" / str(session)
+    if not is_folder_reference(str(session)) and (ralph / "signals").is_dir():
+        return ralph  # a Ralph session's id: its folder .ralph-sessions/ID
+    if isinstance(session, Path):
+        session = str(session) if is_folder_reference(str(session)) else f"./{session}"
+    known = [] if create and is_folder_reference(session) else _store_sessions(store, base)
+    try:
+        return resolve_mailbox_folder(session, base, known, create=create)
+    except UnknownSession as exc:
+        raise NotFound(str(exc)) from None
+    except SignalError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def post_signal(session: Path | str, kind: str, message: str | None = None, *,
+                target: str = TARGET_ALL, iteration: int | None = None, create: bool = False,
+                store: str | None = None, root: Path | str | None = None) -> PostedSignal:
+    """Write a signal file into the ``signals/inputs/`` of ``session`` (see
+    :func:`mailbox_folder`) atomically (tmp/, fsync, rename). UsageError for a bad type,
+    target or message (checked first); NotFound for an unknown session (unless
+    ``create``)."""
+    try:
+        make_signal(kind, target, message, iteration, now=datetime.now(UTC))
+    except SignalError as exc:
+        raise UsageError(str(exc)) from None
+    session_dir = mailbox_folder(session, create=create, store=store, root=root)
     try:
         with translated():
-            mailbox, signal = _post(Path(session_dir), kind, message, target=target,
+            mailbox, signal = _post(session_dir, kind, message, target=target,
                                     iteration=iteration)
     except OSError as exc:
         raise InterlockError(f"cannot write to the mailbox in {session_dir}: "

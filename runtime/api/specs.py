@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from interlock.machines import SpecError, build_ir, lint, load, loads
-from interlock.machines.diagnostics import Diagnostic, Mark, error, sort_diagnostics
+from interlock.machines.diagnostics import Diagnostic, Mark, did_you_mean, error, sort_diagnostics
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import InterlockError, UsageError
 from interlock.runtime.api.sessions import check_session_id
@@ -24,7 +24,7 @@ SPEC_SUFFIXES = (".yaml", ".yml")
 SKIPPED_DIRS = ("node_modules", "__pycache__")
 
 __all__ = ["SPEC_SUFFIXES", "Validation", "builtin_specs", "draw", "draw_all", "draw_session",
-           "expand_paths", "resolve_spec", "spec_schema", "validate"]
+           "existing_spec", "expand_paths", "resolve_spec", "spec_schema", "validate"]
 
 
 def _skipped(relative: Path) -> bool:
@@ -34,17 +34,32 @@ def _skipped(relative: Path) -> bool:
 
 def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
     """Files as given, and the spec files under each directory; plus paths that don't exist."""
+    files, _, missing = _expand(paths)
+    return files, missing
+
+
+def _expand(paths: Iterable[Path]) -> tuple[list[Path], set[Path], list[str]]:
+    """Files as given and the YAML files under each directory; the subset found in
+    directories (skipped when they are not specs); paths that don't exist."""
     files: list[Path] = []
+    found: set[Path] = set()
     missing: list[str] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix in SPEC_SUFFIXES
-                                and p.is_file() and not _skipped(p.relative_to(path))))
+            inside = sorted(p for p in path.rglob("*") if p.suffix in SPEC_SUFFIXES
+                            and p.is_file() and not _skipped(p.relative_to(path)))
+            files.extend(inside)
+            found.update(inside)
         elif path.exists() or path.is_symlink():
             files.append(path)
         else:
             missing.append(str(path))
-    return files, missing
+    return files, found, missing
+
+
+def _not_a_spec(diagnostics: list[Diagnostic]) -> bool:
+    """The file's only finding is S107: YAML that is not a spec at all (interlock.yaml)."""
+    return [d.code for d in diagnostics] == ["S107"]
 
 
 def check_file(path: Path, bindings: Mapping[str, object] | None = None,
@@ -70,10 +85,12 @@ def known_agents(root: Path) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class Validation:
-    """What ``validate`` checked and found, sorted by file and position."""
+    """What ``validate`` checked and found, sorted by file and position; ``skipped``: YAML
+    files found in folders that are not specs (no ``machine:`` key, e.g. interlock.yaml)."""
 
     files: tuple[Path, ...]
     diagnostics: tuple[Diagnostic, ...]
+    skipped: tuple[Path, ...] = ()
 
     @property
     def errors(self) -> int:
@@ -85,21 +102,28 @@ class Validation:
 
 
 def validate(paths: Iterable[Path | str], *, bindings: str | None = None) -> Validation:
-    """Load and lint spec files (folders are searched for *.yaml/*.yml); with ``bindings``
-    (``MODULE[:ATTR]`` or a file), also report what it leaves unbound. An ``agent:`` must
-    name a demo role or an agent of ``interlock.yaml`` in the working folder."""
+    """Load and lint spec files (folders are searched for *.yaml/*.yml, skipping YAML that
+    is not a spec); with ``bindings`` (``MODULE[:ATTR]`` or a file), also report what it
+    leaves unbound. An ``agent:`` must name a demo role or an agent of ``interlock.yaml``
+    in the working folder."""
     from interlock.runtime.api.sessions import resolve_bindings
 
     given = [Path(p) for p in paths]
     bound = resolve_bindings(bindings, "", "", False) if bindings is not None else None
     agents = known_agents(Path.cwd())
-    files, missing = expand_paths(given)
+    files, in_folders, missing = _expand(given)
     if missing:
         raise UsageError("no such file or directory: " + ", ".join(missing))
-    if not files:
-        raise UsageError("no spec files (*.yaml, *.yml) found in: " + ", ".join(map(str, given)))
-    found = sort_diagnostics(d for f in files for d in check_file(f, bound, agents))
-    return Validation(tuple(files), tuple(found))
+    checked = {f: check_file(f, bound, agents) for f in files}
+    skipped = tuple(f for f in files if f in in_folders and _not_a_spec(checked[f]))
+    for path in skipped:
+        del checked[path]
+    if not checked:
+        raise UsageError("no spec files (*.yaml, *.yml) found in: " + ", ".join(map(str, given))
+                         + (f" ({len(skipped)} YAML file(s) without `machine:` skipped)"
+                            if skipped else ""))
+    found = sort_diagnostics(d for diagnostics in checked.values() for d in diagnostics)
+    return Validation(tuple(checked), tuple(found), skipped)
 
 
 def spec_schema() -> dict[str, Any]:
@@ -129,17 +153,29 @@ def _render(path: Path, fmt: DrawFormat, text: str | None = None,
         raise InterlockError(str(exc)) from None
 
 
+def existing_spec(spec: str | Path) -> Path:
+    """The spec file ``spec`` names (a path or a built-in spec name); UsageError naming it
+    (with the closest built-in name) when there is none."""
+    path = resolve_spec(str(spec))
+    if path.exists():
+        return path
+    close = did_you_mean(str(spec), [p.stem for p in builtin_specs()])
+    raise UsageError(f"no spec file {path} (nor a built-in spec of that name"
+                     + (f"; {close}" if close else "; `interlock specs` lists them") + ")")
+
+
 def draw(spec: str | Path, fmt: DrawFormat = "mermaid") -> bytes:
     """A spec file or built-in spec drawn as Mermaid, DOT, SVG or PNG (SpecError when the
-    spec has errors)."""
-    return _render(resolve_spec(str(spec)), fmt)
+    spec has errors, UsageError when there is no such spec)."""
+    return _render(existing_spec(spec), fmt)
 
 
 async def draw_session(session_id: str, fmt: DrawFormat = "mermaid", *,
                        store: str | None = None, root: Path | str | None = None) -> bytes:
     """A session's own spec (the text it runs) with its active states filled."""
     check_session_id(session_id)
-    with opened_store(store, root_of(root)) as opened, translated():
+    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
+            translated():
         row = await asyncio.to_thread(opened.get, session_id)
     active = frozenset(Snapshot.from_json(row.snapshot).configuration)
     return _render(Path(row.spec_path), fmt, row.spec_text, active)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Coroutine
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
+from interlock.runtime.api import interview as _interview
 from interlock.runtime.api import sessions as _sessions
 
 P = ParamSpec("P")
@@ -32,5 +33,10 @@ send = _blocking(_sessions.send)
 status = _blocking(_sessions.status)
 sessions = _blocking(_sessions.sessions)
 log = _blocking(_sessions.log)
+staged = _blocking(_interview.staged)
+consume_staged = _blocking(_interview.consume_staged)
+review = _interview.review_blocking
+resume_review = _interview.resume_blocking
 
-__all__ = ["log", "resume", "send", "sessions", "start", "status"]
+__all__ = ["consume_staged", "log", "resume", "resume_review", "review", "send", "sessions",
+           "staged", "start", "status"]

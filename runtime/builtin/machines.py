@@ -21,17 +21,6 @@ from interlock.machines.bindings import Bindings
 from interlock.runtime.builtin.specs import builtin_spec_dir
 
 
-@dataclass(frozen=True, slots=True)
-class BuiltinSetup:
-    """What a built-in's bindings may need to know about the session they serve."""
-
-    session_id: str
-    root: Path  # the working folder (interlock.yaml, .interlock/)
-    folder: Path  # the session's own folder
-    demo: bool = False
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-
 class DemoDriver:
     """The scripted outside world of a ``--demo`` run, beside the runner in its loop.
 
@@ -72,6 +61,52 @@ class DemoDriver:
                 raise TimeoutError(f"the demo waited {timeout:g}s for "
                                    f"{' or '.join(states)}; active: {sorted(active)}")
             await asyncio.sleep(poll)
+
+
+Watcher = Callable[[DemoDriver], Awaitable[None]]
+
+
+class SessionPort:
+    """How a built-in's own event sources (an agent's output, its exit, poll ticks) reach
+    the durable session its bindings serve.
+
+    The façade connects the port once the session's runner is open, on every run (start
+    or resume): :meth:`send` then queues an event in the store inbox, where the runner
+    takes it as its next step (journaled like any sent event), and wakes the runner.
+    ``store`` is the port's own store connection (for an agent registry), usable on the
+    runner's event loop. Coroutines given to :meth:`watch` run beside the runner on that
+    loop for each run and are cancelled when it ends (their ``finally`` cleans up).
+    """
+
+    def __init__(self) -> None:
+        self.driver: DemoDriver | None = None
+        self.store: Any = None
+        self.note: Callable[[str], None] | None = None
+        self.watchers: list[Watcher] = []
+
+    def connect(self, driver: DemoDriver, store: Any,
+                note: Callable[[str], None] | None = None) -> None:
+        self.driver, self.store, self.note = driver, store, note
+
+    def watch(self, watcher: Watcher) -> None:
+        self.watchers.append(watcher)
+
+    def send(self, event: str, data: Mapping[str, Any] | None = None) -> None:
+        if self.driver is None:
+            raise RuntimeError("the session port is not connected to a runner yet")
+        self.driver.send(event, data)
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinSetup:
+    """What a built-in's bindings may need to know about the session they serve."""
+
+    session_id: str
+    root: Path  # the working folder (interlock.yaml, .interlock/)
+    folder: Path  # the session's own folder
+    demo: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+    port: SessionPort = field(default_factory=SessionPort)
 
 
 @dataclass(frozen=True, slots=True)

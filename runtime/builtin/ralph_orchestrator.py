@@ -3,8 +3,8 @@
 Its bindings are the Ralph session's (:mod:`interlock.runtime.ralph.bindings`), on the
 folder ``.ralph-sessions/<session id>/`` (made with the demo request when missing). The
 ``--demo`` stand-in does what ``interlock ralph run`` does beside the runner, in its
-simplest form: it sends ``polled`` at checkpoints and carries out each invocation the
-session asks for with the offline demo agents, until COMPLETE (a two-task request; the
+simplest form: it carries out each invocation the session asks for (the engine raises
+``polled`` at checkpoints) with the offline demo agents, until COMPLETE (a two-task request; the
 knowledge approval times out, so staged knowledge is carried forward).
 """
 
@@ -34,7 +34,6 @@ def _bindings(setup: BuiltinSetup) -> Bindings:
 async def _demo(driver: DemoDriver) -> None:
     folder: RalphFolder | None = None
     done: set[int] = set()
-    polled_at: tuple[Any, ...] | None = None
     while True:
         active = driver.active
         if "COMPLETE" in active:
@@ -50,10 +49,6 @@ async def _demo(driver: DemoDriver) -> None:
                            invocation, ctx)
             outcome = await sub.run()
             driver.send(outcome.event(), outcome.data(int(invocation["seq"])))
-        elif (any(s.endswith("_checkpoint") for s in active)
-              and polled_at != (active, ctx.get("invocation_seq"))):
-            polled_at = (active, ctx.get("invocation_seq"))
-            driver.send("polled")
         await asyncio.sleep(0.02)
 
 

@@ -4,9 +4,10 @@ The bindings keep the lifecycle's context: STEER and INFO are taken into the con
 and facts, a STEER is classified by its first word like the demo executor does (``redo:``
 invalidates the work, ``scope:`` changes the scope, anything else adds), blockers are
 recorded with their reason. The ``--demo`` stand-in plays the outside world of one
-Executor invocation: it answers every boundary with ``polled`` and every step with
-``step_done``, so the lifecycle runs Step 0 to Verify and ends ``completed``. (``interlock
-ralph run`` runs the same lifecycle in-process: :mod:`interlock.runtime.ralph.subagent`.)
+Executor invocation: it answers every step with ``step_done`` (the engine raises
+``polled`` at every boundary), so the lifecycle runs Step 0 to Verify and ends
+``completed``. (``interlock ralph run`` runs the same lifecycle in-process:
+:mod:`interlock.runtime.ralph.subagent`.)
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from interlock.runtime.agents.roles import classify_steer
 from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
 
 STEPS = ("reading_context", "marking_wip", "implementing", "verifying")
-BOUNDARIES = ("step0_poll", "after_read_context", "after_mark_wip", "after_implement")
 
 
 def _bindings(setup: BuiltinSetup) -> Bindings:
@@ -76,9 +76,7 @@ async def _demo(driver: DemoDriver) -> None:
             return
         if active != last:
             last = active
-            if any(s in active for s in BOUNDARIES):
-                driver.send("polled")
-            elif any(s in active for s in STEPS):
+            if any(s in active for s in STEPS):
                 driver.send("step_done")
         await asyncio.sleep(0.01)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer._click import exceptions as click  # typer vendors click since 0.2x
 
 from interlock import runtime
 from interlock.runtime import DemoAnswerFormat as DemoFormat
@@ -17,13 +18,32 @@ from interlock.runtime.cli.diagram import Format, run_diagram, run_diagram_all
 from interlock.runtime.cli.output import EXIT_USAGE, err, fail
 from interlock.runtime.cli.validate import run_validate
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     name="interlock",
     help="Workflow engine built on explicit state machines: validate, draw and run YAML specs.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings=HELP_OPTIONS,  # inherited by every command and sub-command
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"interlock {version('interlock')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Workflow engine built on explicit state machines: validate, draw and run YAML specs."""
 
 
 @app.command()
@@ -51,7 +71,10 @@ def schema(
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise typer.Exit(fail(f"-o {out}: cannot write: {exc.strerror or exc}")) from None
         err.print(f"wrote {out}")
 
 
@@ -244,6 +267,8 @@ def demo(
         "interlock-demo"),
 ) -> None:
     """Run the offline demo on the built-in specs (no network, no real agent)."""
+    if workdir.exists() and not workdir.is_dir():
+        raise typer.Exit(fail(f"--dir {workdir}: not a folder", EXIT_USAGE))
     raise typer.Exit(runtime.run_demo(workdir))
 
 
@@ -267,9 +292,11 @@ def dispatch(
         "--config", metavar="FILE", help="A project file with a `dispatch:` section "
         "(default: the nearest interlock.yaml).")] = None,
     timeout: Annotated[str | None, typer.Option(
-        "--timeout", metavar="S", help="dispatchTimeout: hard limit (>= 10s).")] = None,
+        "--timeout", metavar="S", help="dispatchTimeout: the hard limit, in seconds (5) or "
+        "a duration (90s, 3m); any positive value here (interlock.yaml: >= 10 s).")] = None,
     interval: Annotated[str | None, typer.Option(
-        "--interval", metavar="S", help="pollingInterval (>= 1s).")] = None,
+        "--interval", metavar="S", help="pollingInterval in seconds or a duration (>= 1 s)."
+        )] = None,
     required_field: Annotated[str | None, typer.Option(
         "--required-field", metavar="F", help="The key a complete answer holds (default v).")]
     = None,
@@ -312,9 +339,9 @@ def dispatch(
 
 @app.command("signal")
 def signal_(
-    session_dir: Annotated[Path, typer.Argument(
-        metavar="ID|FOLDER", help="A session id (a Ralph session's id resolves to "
-        ".ralph-sessions/ID/) or a session folder (holds signals/).")],
+    session: Annotated[str, typer.Argument(
+        metavar="SESSION", help="A session id (its folder .interlock/sessions/ID here) or a "
+        "session folder (holds signals/; write it with a '/', e.g. ./work/s1).")],
     kind: Annotated[str, typer.Argument(metavar="TYPE", help="STEER, INFO, PAUSE, ABORT, "
                                         "APPROVE or SKIP.")],
     message: Annotated[str | None, typer.Argument(help="The message (STEER and INFO need "
@@ -326,11 +353,20 @@ def signal_(
     wait: Annotated[float | None, typer.Option("--wait", metavar="S", min=0.0, help="Block "
                                                "until handled; print the receipt (exit 124 "
                                                "on timeout).")] = None,
+    create: Annotated[bool, typer.Option("--create", help="Make the mailbox of a session "
+                                         "or folder nobody knows yet, instead of refusing."
+                                         )] = False,
+    store: StoreOpt = None,
 ) -> None:
-    """Post a live signal into a session's mailbox (atomically: tmp/, fsync, rename)."""
+    """Post a live signal into a session's mailbox (atomically: tmp/, fsync, rename).
+
+    An unknown session id or a folder without a mailbox is refused (exit 1), listing the
+    known sessions, unless --create.
+    """
     from interlock.runtime.cli.signals import send_signal
 
-    raise typer.Exit(send_signal(session_dir, kind, message, target, iteration, wait))
+    raise typer.Exit(send_signal(session, kind, message, target, iteration, wait,
+                                 create=create, store_url=store))
 
 
 from interlock.runtime.cli.ralph import ralph_app  # noqa: E402
@@ -413,12 +449,84 @@ def demo_agent(
                                     fail=fail_, prompt=prompt, fmt=fmt, end_marker=end_marker))
 
 
-def main() -> None:
-    """Console entry point: user mistakes end with a message and an exit code, never a trace."""
+@app.command()
+def review(
+    output: Annotated[str | None, typer.Argument(help="The unit's output: a file, or - for "
+                                                 "stdin.")] = None,
+    node: Annotated[str | None, typer.Option("--node", help="The node whose output it is "
+                                             "(key into staged_configs).")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="The poller "
+                                              "agent in interlock.yaml (default: poller, "
+                                              "else the demo questioner).")] = None,
+    answers: Annotated[Path | None, typer.Option("--answers", metavar="FILE", help="A YAML "
+                                                 "list of answers in the order asked.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Questions as JSON lines on stdout, "
+                                          "answers as JSON lines on stdin.")] = False,
+    resume_id: Annotated[str | None, typer.Option("--resume", metavar="POLLER_ID",
+                                                  help="Continue a killed interview.")] = None,
+    unit: Annotated[str, typer.Option("--unit", help="The unit that owns the node.")] = "",
+    answer_timeout: Annotated[str, typer.Option("--answer-timeout", metavar="DURATION",
+                                                help="How long one question waits.")] = "10m",
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Interpretations before "
+                                            "the poller gives up.")] = 8,
+    store: StoreOpt = None,
+) -> None:
+    """Review a unit's output: accept, retry, deepen, redirect, config or route.
+
+    Retry, deepen and redirect fork a poller interview that stages a correction in
+    staged_configs[NODE]. Exit 0 resolved (or accepted, configured, routed), 1 failed,
+    3 aborted, 4 timed out, 5 round limit.
+    """
+    from interlock.runtime.cli.review import run_review
+
+    raise typer.Exit(run_review(output, node, agent, answers, as_json, resume_id, unit, store,
+                                answer_timeout, max_rounds))
+
+
+@app.command()
+def staged(
+    node: Annotated[str, typer.Argument(help="The node (e.g. node_14).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print it as JSON.")] = False,
+    consume: Annotated[bool, typer.Option("--consume", help="Print it as JSON and remove it "
+                                          "(one transaction).")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Show the staged config of NODE (exit 1 when nothing is staged)."""
+    from interlock.runtime.cli.review import run_staged
+
+    raise typer.Exit(run_staged(node, as_json, consume, store))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: user mistakes end with one line and an exit code, never a trace.
+
+    Usage errors (an unknown option, a bad option value, a missing argument) exit 2 with
+    ``error: interlock CMD: <what is wrong> (see: interlock CMD -h)``.
+    """
+    command = typer.main.get_command(app)
     try:
-        app()
-    except KeyboardInterrupt:
+        code = command.main(args=argv, prog_name="interlock", standalone_mode=False)
+    except click.NoArgsIsHelpError as exc:
+        sys.stdout.write(exc.ctx.get_help() + "\n")
+        code = EXIT_USAGE
+    except click.UsageError as exc:
+        code = fail(usage_message(exc), EXIT_USAGE)
+    except click.ClickException as exc:
+        code = fail(exc.format_message(), exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
         err.print("interrupted")
-        sys.exit(130)
+        code = 130
     except BrokenPipeError:
-        sys.exit(0)
+        code = 0
+    except OSError as exc:  # last resort: a file or folder the user named cannot be used
+        where = f"{exc.filename}: " if exc.filename else ""
+        code = fail(f"{where}{exc.strerror or exc}")
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_message(exc: click.UsageError) -> str:
+    """One line naming the command, the option or argument and what is wrong with it."""
+    where = exc.ctx.command_path if exc.ctx is not None else "interlock"
+    text = " ".join(exc.format_message().split())
+    text = text.replace("Value error, ", "").rstrip(".")
+    return f"{where}: {text[:1].lower()}{text[1:]} (see: {where} -h)"

@@ -17,6 +17,7 @@ from interlock.runtime.cli.output import (
     err,
     fail,
     print_diagnostics,
+    report_diagnostics,
 )
 
 
@@ -35,28 +36,29 @@ def run_diagram_session(session_id: str, store_url: str | None, fmt: Format,
 
 
 def run_diagram(spec: str, fmt: Format, out: Path | None) -> int:
-    return _emit(lambda: runtime.draw(spec, fmt.value), fmt, out,
-                 str(runtime.resolve_spec(spec)))
+    return _emit(lambda: runtime.draw(spec, fmt.value), fmt, out)
 
 
-def _emit(render: Callable[[], bytes], fmt: Format, out: Path | None,
-          name: str = "spec") -> int:
+def _emit(render: Callable[[], bytes], fmt: Format, out: Path | None) -> int:
     """Render, then write to ``out`` or stdout; errors become messages."""
     if fmt is Format.PNG and out is None and sys.stdout.isatty():
         return fail("PNG is binary; write it to a file with -o FILE.png", EXIT_USAGE)
     try:
         data = render()
-    except SpecError as exc:
-        print_diagnostics(exc.diagnostics)
-        return fail(f"{name}: not drawn, the spec has errors")
+    except SpecError as exc:  # stdout is the drawing: the findings go to stderr, alone
+        report_diagnostics(exc.diagnostics)
+        return EXIT_ERRORS
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
     if out is None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(data)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+        except OSError as exc:
+            return fail(f"-o {out}: cannot write: {exc.strerror or exc}")
         err.print(f"wrote {out}")
     return EXIT_OK
 

@@ -26,7 +26,7 @@ from interlock.runtime.cli.output import (
     EXIT_USAGE,
     err,
     fail,
-    print_diagnostics,
+    report_diagnostics,
 )
 
 EXIT_TIMEOUT = 124
@@ -110,20 +110,26 @@ def run_dispatch(words: Sequence[str], *, config_file: Path | None, timeout: str
         return fail(str(exc), EXIT_USAGE)
     if names and len(names) != len(argvs):
         return fail(f"{len(names)} --name given for {len(argvs)} command(s)", EXIT_USAGE)
+    if config_file is not None and not config_file.is_file():
+        what = "is a folder" if config_file.is_dir() else "no such file"
+        return fail(f"--config {config_file}: {what}", EXIT_USAGE)
     try:
         config = runtime.dispatch_config(config_file, timeout=timeout, interval=interval,
                                          required_field=required_field,
                                          output_format=output_format)
-    except runtime.ConfigError as exc:
-        print_diagnostics(exc.diagnostics)
-        return fail("the dispatch configuration has errors", EXIT_USAGE)
+    except runtime.FlagError as exc:
+        return fail(exc.message, EXIT_USAGE)
+    except runtime.ConfigError as exc:  # stdout is for the results: findings on stderr
+        report_diagnostics(exc.diagnostics)
+        return EXIT_USAGE
     prompt: str | None = None
     if prompt_file is not None:
         try:
             prompt = (sys.stdin.read() if prompt_file == "-"
                       else Path(prompt_file).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
-            return fail(f"cannot read the prompt from {prompt_file}: {exc}", EXIT_USAGE)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return fail(f"--prompt-file {prompt_file}: cannot read it: {reason}", EXIT_USAGE)
     options = runtime.SpawnOptions(line_buffered=line_buffered, use_pty=use_pty)
     commands = [AgentCommand(argv, prompt=prompt, name=names[i] if names else None,
                              options=options) for i, argv in enumerate(argvs)]

@@ -9,6 +9,7 @@ import asyncio
 import json
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -25,7 +26,9 @@ from interlock.runtime.cli.output import (
     EXIT_USAGE,
     err,
     fail,
-    print_diagnostics,
+    report_diagnostics,
+    timestamp,
+    when,
 )
 
 EXIT_INTERRUPTED = 130
@@ -55,8 +58,8 @@ def _guard(fn: Callable[[], int]) -> int:
     except Usage as exc:
         return fail(str(exc), EXIT_USAGE)
     except SpecError as exc:
-        print_diagnostics(exc.diagnostics)
-        return fail("the spec has errors")
+        report_diagnostics(exc.diagnostics)
+        return EXIT_ERRORS
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
 
@@ -233,17 +236,11 @@ def list_sessions(as_json: bool, store_url: str | None) -> int:
             table.add_column(column)
         for i in infos:
             table.add_row(i.id, i.spec_path, i.status, ", ".join(i.active),
-                          _local(i.updated_at))
+                          timestamp(i.updated_at))
         out.print(table)
         return EXIT_OK
 
     return _guard(body)
-
-
-def _local(ts: float) -> str:
-    from datetime import datetime
-
-    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
 
 def _print_table(infos: list[runtime.SessionInfo]) -> None:
@@ -266,7 +263,7 @@ def _print_detail(info: runtime.SessionInfo, journal: list[Any]) -> None:
     print(f"{info.id} ({info.machine}, {info.status}{runner}, step {info.seq})")
     print(f"active: {', '.join(info.active)}")
     for t in info.timers:
-        print(f"timer: {t.event} in {t.state} at {t.deadline:.3f}")
+        print(f"timer: {t.event} in {t.state} at {when(t.deadline, time.time())}")
     print(f"queued events: {info.queued}")
     print("context: " + json.dumps(dict(info.context), sort_keys=True))
     for entry in journal[-10:]:
@@ -283,4 +280,5 @@ def _print_entry(entry: Mapping[str, Any], as_json: bool) -> None:
     if entry.get("before") != entry.get("after"):
         moved = f"  [{', '.join(entry['before'])}] -> [{', '.join(entry['after'])}]"
     note = f"  ({entry['note']})" if entry.get("note") else ""
-    print(f"#{entry['seq']:<5} {entry['kind']:<9}{event}{data}{moved}{note}", flush=True)
+    print(f"#{entry['seq']:<5} {timestamp(entry['at'])} {entry['kind']:<9}{event}{data}{moved}"
+          f"{note}", flush=True)

@@ -17,11 +17,12 @@ EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 
 
-def send_signal(session_dir: Path, kind: str, message: str | None, target: str,
-                iteration: int | None, wait: float | None) -> int:
+def send_signal(session: str, kind: str, message: str | None, target: str,
+                iteration: int | None, wait: float | None, *, create: bool = False,
+                store_url: str | None = None) -> int:
     try:
-        posted = runtime.post_signal(session_dir, kind, message, target=target,
-                                     iteration=iteration)
+        posted = runtime.post_signal(session, kind, message, target=target,
+                                     iteration=iteration, create=create, store=store_url)
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
     err.print(f"posted {posted.signal.type} {escape(posted.signal.file_name)} to "

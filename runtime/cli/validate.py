@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
+
 from interlock import runtime
 from interlock.runtime.cli.output import (
     EXIT_ERRORS,
@@ -21,6 +23,8 @@ def run_validate(paths: list[Path], strict: bool, as_json: bool,
         found = runtime.validate(paths, bindings=bindings_ref)
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
+    for path in found.skipped:
+        err.print(f"skipped {escape(str(path))}: not a spec (no `machine:` key)")
     if as_json:
         print_json(found.diagnostics)
     else:

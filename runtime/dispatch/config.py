@@ -12,6 +12,8 @@ in the seed's spelling, e.g. ``dispatchTimeout must be at least 10 s, got 5``.
 (180.0, 1.0, 'v')
 >>> with_overrides(config, timeout="3m", output_format="json").dispatch_timeout
 180.0
+>>> with_overrides(config, timeout="5").dispatch_timeout  # a bare number is seconds
+5.0
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -54,6 +57,9 @@ DEFAULT_IDLE_TIMEOUT = 60.0
 
 OutputFormat = Literal["yaml", "json", "text"]
 
+# Validation context key: dispatchTimeout comes from `--timeout` (no 10 s floor).
+_FROM_FLAG = "timeout_from_flag"
+
 # Error types of our own validators, mapped to diagnostic codes in _diagnostic().
 _RANGE = "dispatch_range"
 _DURATION = "dispatch_duration"
@@ -64,6 +70,19 @@ class ConfigError(SpecError):
 
     A :class:`SpecError` so that code printing spec diagnostics prints these too.
     """
+
+
+class FlagError(ConfigError):
+    """A command-line flag (``--timeout``, ``--interval`` ...) is invalid. ``message`` is
+    one line naming the flag and its value: ``--timeout 0: dispatchTimeout must be ...``.
+    """
+
+    def __init__(self, diagnostics: list[Diagnostic], message: str) -> None:
+        super().__init__(diagnostics)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def _range_error(message: str) -> PydanticCustomError:
@@ -184,24 +203,22 @@ class PollingConfiguration(BaseModel):
     output_memory_cap: ByteSize = Field(default=8 * MIB, alias="outputMemoryCap")
     output_format: OutputFormat = Field(default="yaml", alias="outputFormat")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_idle(cls, data: Any) -> Any:
-        """An unset idleTimeout is 60 s, or dispatchTimeout when that is shorter."""
-        if not isinstance(data, Mapping) or {"idleTimeout", "idle_timeout"} & set(data):
-            return data
-        timeout = data.get("dispatchTimeout", data.get("dispatch_timeout"))
-        try:
-            seconds = _duration(timeout)
-        except PydanticCustomError:  # reported by the field's own validation
-            return data
-        if seconds < DEFAULT_IDLE_TIMEOUT:
-            return {**data, "idleTimeout": seconds}
-        return data
+    @model_validator(mode="after")
+    def _default_idle(self) -> PollingConfiguration:
+        """An unset idleTimeout is 60 s, or dispatchTimeout when that is shorter. It stays
+        unset (not in ``model_fields_set``), so ``--timeout`` later derives it afresh."""
+        if "idle_timeout" not in self.model_fields_set and (
+                self.dispatch_timeout < self.idle_timeout):
+            object.__setattr__(self, "idle_timeout", self.dispatch_timeout)  # frozen model
+        return self
 
     @field_validator("dispatch_timeout")
     @classmethod
-    def _timeout(cls, value: float) -> float:
+    def _timeout(cls, value: float, info: ValidationInfo) -> float:
+        if isinstance(info.context, Mapping) and info.context.get(_FROM_FLAG):
+            if value <= 0:  # `--timeout S`: any positive number of seconds, as asked
+                raise _range_error(f"dispatchTimeout must be more than 0 s, got {value:g}")
+            return value
         if value < MIN_DISPATCH_TIMEOUT:
             raise _range_error(
                 f"dispatchTimeout must be at least {_seconds(MIN_DISPATCH_TIMEOUT)}, "
@@ -338,13 +355,15 @@ def _diagnostic(err: Any, base: SourcePath, source: SourceMap) -> Diagnostic:
 
 
 def parse_dispatch_config(
-    data: Any, source: SourceMap | None = None, base: SourcePath = ()
+    data: Any, source: SourceMap | None = None, base: SourcePath = (), *,
+    timeout_from_flag: bool = False,
 ) -> PollingConfiguration:
     """Validate configuration data (a mapping, or None for the defaults).
 
     ``source`` and ``base`` locate the data in its YAML file, e.g. the project file's
     source map and ``("dispatch",)``, or a spec's invoke block; without them the
-    diagnostics point at ``<string>:1:1``.
+    diagnostics point at ``<string>:1:1``. ``timeout_from_flag``: dispatchTimeout was
+    given as ``--timeout`` and may be any positive duration (a file's must be >= 10 s).
     """
     source = source if source is not None else SourceMap("<string>")
     if data is None:
@@ -358,7 +377,8 @@ def parse_dispatch_config(
             "for example: dispatch: {dispatchTimeout: 3m, pollingInterval: 1}",
         )])
     try:
-        return PollingConfiguration.model_validate(data)
+        return PollingConfiguration.model_validate(
+            data, context={_FROM_FLAG: timeout_from_flag})
     except ValidationError as exc:
         raise ConfigError([_diagnostic(e, base, source) for e in exc.errors()]) from None
 
@@ -427,8 +447,26 @@ def with_overrides(
         data["completionMarkers"] = {**data.get("completionMarkers", {}),
                                      "requiredField": required_field}
     try:
-        return parse_dispatch_config(data, SourceMap(FLAGS_FILE))
+        return parse_dispatch_config(data, SourceMap(FLAGS_FILE),
+                                     timeout_from_flag=timeout is not None)
     except ConfigError as exc:
-        flags = " ".join(f"{flag} {value}" for flag, value in given.items() if value is not None)
-        raise ConfigError([replace(d, hint=f"with {flags}" if flags else None)
-                           for d in exc.diagnostics]) from None
+        flags = {flag: value for flag, value in given.items() if value is not None}
+        shown = " ".join(f"{flag} {shlex.quote(str(value))}" for flag, value in flags.items())
+        raise FlagError([replace(d, hint=f"with {shown}") for d in exc.diagnostics],
+                        _flags_message(exc.diagnostics, flags)) from None
+
+
+_FLAG_KEYS = {"--timeout": "dispatchTimeout", "--interval": "pollingInterval",
+              "--format": "outputFormat", "--required-field": "requiredField"}
+
+
+def _flags_message(diagnostics: list[Diagnostic], flags: Mapping[str, object]) -> str:
+    """One line, ``--timeout 0: <message>``, for the problems that name a flag's setting
+    (or every problem, with every flag, when none does: e.g. a derived idleTimeout)."""
+    def named(message: str) -> list[str]:
+        return [f for f in flags if _FLAG_KEYS[f] in message]
+
+    direct = [d.message for d in diagnostics if named(d.message)]
+    lines = [" ".join(f"{f} {shlex.quote(str(flags[f]))}" for f in (named(m) or list(flags)))
+             + f": {m}" for m in (direct or [d.message for d in diagnostics])]
+    return "; ".join(dict.fromkeys(lines))

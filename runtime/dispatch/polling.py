@@ -29,7 +29,7 @@ import signal
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -328,13 +328,17 @@ class Dispatch:
         if stream == "stdout":
             self._last_stdout = now
             self._silence_k = 0
-            if self.session is not None and not self.session.is_final:
+            if not self._finished():
                 self._arm_silence()
             window = self._hint_tail + data
             self._hint_tail = window[-self._hint_keep:] if self._hint_keep else b""
             if any(h in window for h in self._hints):
                 self._send("marker")
         return True
+
+    def _finished(self) -> bool:
+        """Whether the machine has reached a final state (no more silence ticks)."""
+        return self.session is None or self.session.is_final
 
     def _on_readable(self, stream: Stream) -> None:
         self._read(stream)
@@ -410,8 +414,11 @@ class Dispatch:
 
     def _result(self) -> DispatchResult:
         assert self.session is not None
-        context = self.session.context
-        status = self.session.active[0]
+        return self.result_of(self.session.active[0], self.session.context)
+
+    def result_of(self, status: str, context: Mapping[str, Any]) -> DispatchResult:
+        """The result of this run, the machine having ended in the top-level state
+        ``status`` with ``context``; any status but completed or timeout is an error."""
         if status not in ("completed", "timeout", "error"):
             status = "error"
         check = self.check()

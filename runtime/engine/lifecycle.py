@@ -171,7 +171,7 @@ def remove(store: Store, session_id: str, now: float, *, force: bool = False) ->
         where = f"pid {info.pid} on {info.host}" if info.host != socket.gethostname() \
             else f"pid {info.pid}"
         raise SessionRunning(f"session {session_id!r} is running ({where}); cancel it "
-                             "first, or remove it with force")
+                             "first, or remove it with --force (force=True from Python)")
     if info.status != "running":
         stop_invocations(store, session_id, at=now)
     store.delete(session_id)

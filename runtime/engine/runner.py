@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import hashlib
 import threading
 import uuid
@@ -70,6 +71,8 @@ from interlock.runtime.store.base import (
     StoreError,
 )
 
+POLLED = "polled"  # raised by the runtime when nothing more waits for the configuration
+MAX_POLLED_STEPS = 1_000  # polled steps in one pump (a checkpoint loop without a mailbox)
 _INVOKE_EVENTS = (INVOKE_DONE_PREFIX + ".", INVOKE_ERROR_PREFIX + ".")
 LEASE_TTL = 30.0
 INBOX_POLL = 0.1  # seconds between inbox checks (and cancel checks) while idle
@@ -139,6 +142,13 @@ class Runner:
         self.ttl = ttl
         self.seq = row.seq
         self.active: tuple[str, ...] = session.active  # as of the last committed step
+        self._committed: tuple[tuple[str, ...], dict[str, Any]] = (
+            session.active, copy.deepcopy(session.context))  # what accepts() reads
+        # Set by a signal feed: whether the session's mailbox was scanned, with nothing
+        # for the session in it, since the commit of this seq (None: no mailbox).
+        self.mailbox_clear: Callable[[int], bool] | None = None
+        self._polled_in: tuple[str, ...] | None = None  # polled raised, configuration kept
+        self._polled_off = -1  # the seq at which polled would fire no transition
         self.outcome: RunOutcome | None = None  # set once failed, cancelled or removed
         self._revive: list[DeadLetter] = []  # dead letters to retry before the inbox
         self._cancel: CancelRequest | None = None  # seen while a step was under way
@@ -303,7 +313,31 @@ class Runner:
                 break
             steps += self._deliver("event", item.event, item.data, consumed=[item.id])
             steps += self._fire_due()
+        for _ in range(MAX_POLLED_STEPS):
+            raised = self._raise_polled()
+            if not raised:
+                break
+            steps += raised
         return steps
+
+    def _raise_polled(self) -> list[Step]:
+        """Checkpoints advance by themselves: once the inbox is drained and the mailbox
+        (when the session has one) was scanned after the last step and holds nothing the
+        configuration accepts, ``polled`` is raised, once per configuration, if it would
+        fire a transition now."""
+        if self.session.is_final or self.outcome is not None or self._cancel is not None:
+            return []
+        active = self.session.active
+        clear = self.mailbox_clear
+        if self._polled_in == active or (clear is not None and not clear(self.seq)):
+            return []
+        if self._polled_off == self.seq or not self.session.enabled(POLLED):
+            self._polled_off = self.seq  # not until the next commit changes the context
+            return []
+        if self.store.inbox(self.session_id):
+            return []  # events came in meanwhile: they go first (next pump)
+        self._polled_in = active  # reset by a step that changes the configuration
+        return self._deliver("event", POLLED, {}) + self._fire_due()
 
     def _retry(self, letter: DeadLetter) -> list[Step]:
         if letter.kind == "timer":
@@ -444,10 +478,13 @@ class Runner:
         if loop is not None and wake is not None:
             loop.call_soon_threadsafe(wake.set)
 
-    def accepts(self, event: str) -> bool:
-        """Whether the session's active states take ``event`` (thread-safe: reads the
-        configuration as of the last committed step)."""
-        return self.session.accepts(event, self.active)
+    def accepts(self, event: str, data: Mapping[str, Any] | None = None) -> bool:
+        """Whether ``event`` (with ``data``) would fire a transition as of the last
+        committed step: an active state listens for it, unguarded or with a guard that
+        holds. Thread-safe: guards run on a copy of the committed context, so they must
+        be pure (see :meth:`Session.enabled`)."""
+        active, context = self._committed
+        return self.session.enabled(event, data, configuration=active, context=context)
 
     async def run(self, stop: asyncio.Event | None = None, poll: float = INBOX_POLL,
                   on_step: Callable[[Step], None] | None = None) -> RunOutcome:
@@ -660,7 +697,10 @@ class Runner:
             except StaleSession as exc:
                 raise SessionBusy(f"session {self.session_id!r} was taken over by another "
                                   f"runner; this one stops ({exc})") from None
+            if self.session.active != self.active:
+                self._polled_in = None
             self.active = self.session.active
+            self._committed = (self.active, copy.deepcopy(self.session.context))
         if any(step.before != step.after for step in steps):
             self._reconcile()  # outside the commit lock: it may journal (commit) itself
 

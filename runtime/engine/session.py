@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from interlock.machines.backends.base import CompiledMachine, DurableInstance, MachineState
+from interlock.machines.bindings import Call
 from interlock.machines.durations import parse_duration
 from interlock.machines.events import descriptor_matches, reserved_reason
 from interlock.machines.ir import TransitionIR, TransitionKind
@@ -136,6 +137,40 @@ class Session:
             and descriptor_matches(t.event, event)
             for sid in config for t in self.ir.states[sid].transitions
         )
+
+    def enabled(self, event: str, data: Mapping[str, Any] | None = None, *,
+                configuration: Iterable[str] | None = None,
+                context: Mapping[str, Any] | None = None) -> bool:
+        """Whether ``event`` would fire a transition now: some active state (of
+        ``configuration``) listens for it with no guard, or with a guard that holds.
+
+        Guards run outside any step, on a deep copy of ``context`` (default: the
+        session's), so they must be pure: read the call, never change anything. A guard
+        that raises or is not bound counts as false here (the step would report it).
+        """
+        config = self.instance.configuration if configuration is None else configuration
+        base = self.context if context is None else context
+        scratch: dict[str, Any] | None = None
+        payload = dict(data or {})
+        for sid in config:
+            for t in self.ir.states[sid].transitions:
+                if (t.event is None or t.kind is TransitionKind.ALWAYS
+                        or not descriptor_matches(t.event, event)):
+                    continue
+                if t.guard is None:
+                    return True
+                fn = self.compiled.bindings.get(t.guard.name)
+                if fn is None:
+                    continue
+                scratch = copy.deepcopy(dict(base)) if scratch is None else scratch
+                call = Call(t.guard.name, event, payload, scratch, t.source, t.target)
+                try:
+                    holds = bool(fn(call))
+                except Exception:
+                    continue
+                if holds != t.guard.negated:
+                    return True
+        return False
 
     def snapshot(self) -> Snapshot:
         saved = self.instance.save()

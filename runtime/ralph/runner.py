@@ -119,6 +119,7 @@ class RalphRun:
                        else SessionLimits(config, time.time()))
         self.state = ""
         self._changed = asyncio.Event()
+        self._clear_seq = -1  # the last step after which the mailbox held nothing accepted
 
     # -- opening ------------------------------------------------------------------------
 
@@ -147,6 +148,7 @@ class RalphRun:
         queue = open_store(self.store_url, self.root)
         try:
             runner = await asyncio.to_thread(self._open, store)
+            runner.mailbox_clear = lambda seq: self._clear_seq >= seq
             self.folder.update_metadata(status="running", stop_reason=None, stop=None)
             self.note(f"ralph session {self.folder.id} [{ralph_state(runner.active)}]")
             changed = asyncio.Event()
@@ -234,13 +236,11 @@ class RalphRun:
             return
         if await asyncio.to_thread(queue.inbox, self.folder.id):
             return  # let the session take what is queued first
+        seq = runner.seq
         offered = await asyncio.to_thread(self._poll_signals, runner, queue)
-        if offered:
-            runner.wake()
-        elif runner.accepts("polled"):
-            await asyncio.to_thread(queue.offer, self.folder.id, "polled", {}, time.time(),
-                                    f"polled-{runner.seq}")
-            runner.wake()
+        if not offered and self._clear_seq < seq:
+            self._clear_seq = seq  # the engine raises `polled` now (Runner.mailbox_clear)
+        runner.wake()
 
     def _over_limit(self, ctx: Any) -> bool:
         """The engine's limits (:mod:`interlock.runtime.ralph.limits`), checked before

@@ -106,6 +106,9 @@ class Subscription:
     types: Collection[str] = UNIVERSAL_TYPES
     accepts: Accepts | None = None
     handled_by: str | None = None  # written as handling_metadata.handled_by (default: identity)
+    # Told when a full scan of the mailbox starts and when it has been completed.
+    before_scan: Callable[[], None] | None = None
+    after_scan: Callable[[], None] | None = None
 
     @property
     def handler_name(self) -> str:
@@ -332,6 +335,8 @@ class Consumer:
         if sub is None:
             return
         self.stats.scans += 1
+        if sub.before_scan is not None:
+            sub.before_scan()
         self._recover(sub)
         announced = self._announced[key]
         for name in sub.mailbox.pending():
@@ -341,6 +346,8 @@ class Consumer:
                 self.stats.missed += 1
             self._handle(sub, name)
         announced.clear()
+        if sub.after_scan is not None:
+            sub.after_scan()
 
     # -- one signal ---------------------------------------------------------------------
 

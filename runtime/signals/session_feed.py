@@ -6,6 +6,12 @@ so a signal re-delivered after a consumer crash is never applied twice. The runn
 woken at once instead of at its next inbox poll. A signal that no active state accepts
 stays in ``inputs/`` (seed 004: peek, and leave what the current context does not take)
 and is looked at again after every step, so an APPROVE waits for KNOWLEDGE_APPROVAL.
+"Accepts" includes guards: a signal whose transitions are all guarded false now stays too.
+
+The feed also tells the runner when the mailbox is clear: a full scan that started after
+the last committed step delivered nothing. The runner then raises ``polled`` at a
+checkpoint (a state listening for it), so checkpoints advance by themselves once the
+signals waiting for them have been taken (STEER first, then ``polled``).
 """
 
 from __future__ import annotations
@@ -39,10 +45,31 @@ class SessionFeed:
         self.consumer = Consumer(scan_interval=scan_interval)
         self.consumer.add(Subscription(
             self.mailbox, self._deliver, identity=identity, types=SIGNAL_TYPES,
-            accepts=lambda signal: runner.accepts(signal.event),
-            handled_by=f"interlock session {runner.session_id}"))
+            accepts=lambda signal: runner.accepts(signal.event, signal.event_data()),
+            handled_by=f"interlock session {runner.session_id}",
+            before_scan=self._scan_starts, after_scan=self._scan_done))
+        self._delivered = 0  # signals offered to the session so far
+        self._scan: tuple[int, int] | None = None  # (runner seq, delivered) at scan start
+        self._clear_seq = -1  # the latest seq a clear scan started after
+        runner.mailbox_clear = self.clear_since
+
+    def _scan_starts(self) -> None:
+        self._scan = (self.runner.seq, self._delivered)
+
+    def _scan_done(self) -> None:
+        started = self._scan
+        if started is None or started[1] != self._delivered:
+            return  # it delivered: the runner steps, and the step asks for a new scan
+        self._clear_seq = max(self._clear_seq, started[0])
+        self.runner.wake()
+
+    def clear_since(self, seq: int) -> bool:
+        """Whether a scan that started once commit ``seq`` was made found nothing to
+        deliver (the runner's test before it raises ``polled``)."""
+        return self._clear_seq >= seq
 
     def _deliver(self, signal: Signal, handled_at: str) -> str:
+        self._delivered += 1
         item = self.store.offer(self.runner.session_id, signal.event, signal.event_data(),
                                 time.time(), signal.id)
         self.runner.wake()
@@ -59,3 +86,5 @@ class SessionFeed:
 
     def stop(self) -> None:
         self.consumer.stop()
+        if self.runner.mailbox_clear == self.clear_since:
+            self.runner.mailbox_clear = None

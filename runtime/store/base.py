@@ -294,6 +294,17 @@ class Store(Protocol):
         """The session's invocations by started_at then id (only those without an
         outcome when ``in_flight``); SessionNotFound if there is no such session."""
 
+    def stage_config(self, node: str, config: dict[str, Any], at: float) -> None:
+        """Write ``staged_configs[node]`` (seed 000), replacing any earlier one, atomically.
+        ``node`` need not name a session."""
+
+    def staged_config(self, node: str) -> dict[str, Any] | None:
+        """``staged_configs[node]``, or None when nothing is staged for it."""
+
+    def consume_staged_config(self, node: str) -> dict[str, Any] | None:
+        """Return ``staged_configs[node]`` and remove it in one transaction (None when
+        nothing is staged): of two consumers, exactly one gets it."""
+
     def close(self) -> None: ...
 
 

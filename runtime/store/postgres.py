@@ -12,6 +12,7 @@ its own item and returns its id).
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -172,6 +173,13 @@ MIGRATIONS: list[tuple[str, ...]] = [
         )""",
         "CREATE INDEX invocations_by_session ON invocations (session_id, started_at, id)",
     ),
+    (  # 6: staged configs, one per node (seed 000)
+        """CREATE TABLE staged_configs (
+            node TEXT PRIMARY KEY,
+            config JSONB NOT NULL,
+            staged_at DOUBLE PRECISION NOT NULL
+        )""",
+    ),
 ]
 
 
@@ -189,6 +197,10 @@ def _transient(error: Exception) -> bool:
 
 _PERMANENT = ("authentication failed", "does not exist", "pg_hba.conf", "no password supplied",
               "permission denied")
+
+
+def _json_dict(value: Any) -> dict[str, Any]:
+    return dict(value if isinstance(value, dict) else json.loads(value))
 
 
 def _rerun(conn: Conn) -> None:
@@ -739,6 +751,33 @@ class PostgresStore:
             return [invocation_from(values) for values in rows]
 
         return self._run(body, _rerun)
+
+    def stage_config(self, node: str, config: dict[str, Any], at: float) -> None:
+        text = dumps(config)
+
+        def body(conn: Conn) -> None:
+            conn.execute("INSERT INTO staged_configs (node, config, staged_at)"
+                         " VALUES (%s, %s::jsonb, %s) ON CONFLICT (node) DO UPDATE"
+                         " SET config = excluded.config, staged_at = excluded.staged_at",
+                         (node, text, at))
+
+        self._run(body, _rerun)  # an upsert of the same value: safe to run again
+
+    def staged_config(self, node: str) -> dict[str, Any] | None:
+        def body(conn: Conn) -> dict[str, Any] | None:
+            found = conn.execute("SELECT config FROM staged_configs WHERE node = %s",
+                                 (node,)).fetchone()
+            return None if found is None else _json_dict(found[0])
+
+        return self._run(body, _rerun)
+
+    def consume_staged_config(self, node: str) -> dict[str, Any] | None:
+        def body(conn: Conn) -> dict[str, Any] | None:
+            found = conn.execute("DELETE FROM staged_configs WHERE node = %s RETURNING config",
+                                 (node,)).fetchone()
+            return None if found is None else _json_dict(found[0])
+
+        return self._run(body, None)  # a lost COMMIT: say so, never hand it out twice
 
     def close(self) -> None:
         with self._lock:

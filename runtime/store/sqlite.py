@@ -160,6 +160,13 @@ MIGRATIONS: list[tuple[str, ...]] = [
         )""",
         "CREATE INDEX invocations_by_session ON invocations (session_id, started_at, id)",
     ),
+    (  # 6: staged configs, one per node (seed 000)
+        """CREATE TABLE staged_configs (
+            node TEXT PRIMARY KEY,
+            config TEXT NOT NULL,
+            staged_at REAL NOT NULL
+        )""",
+    ),
 ]
 
 
@@ -204,7 +211,13 @@ class SqliteStore:
         try:
             folder.mkdir(mode=0o700, parents=True)
         except FileExistsError:  # another process made it first: theirs is as good
-            return
+            if folder.is_dir():
+                return
+            raise StoreUnavailable(f"cannot create the folder for {self.path}: a file is in "
+                                   "the way") from None
+        except NotADirectoryError:
+            raise StoreUnavailable(f"cannot create the folder for {self.path}: a file is in "
+                                   "the way") from None
         except OSError as error:
             raise StoreUnavailable(f"cannot create the folder for {self.path}: {error}") from error
         try:
@@ -610,6 +623,32 @@ class SqliteStore:
             return [invocation_from(values) for values in rows]
 
         return self._read(body)
+
+    def stage_config(self, node: str, config: dict[str, Any], at: float) -> None:
+        text = json.dumps(config, sort_keys=True)
+
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO staged_configs (node, config, staged_at) VALUES (?, ?, ?)"
+                         " ON CONFLICT (node) DO UPDATE SET config = excluded.config,"
+                         " staged_at = excluded.staged_at", (node, text, at))
+
+        self._write(body)
+
+    def staged_config(self, node: str) -> dict[str, Any] | None:
+        def body(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            found = conn.execute("SELECT config FROM staged_configs WHERE node = ?",
+                                 (node,)).fetchone()
+            return None if found is None else dict(json.loads(found[0]))
+
+        return self._read(body)
+
+    def consume_staged_config(self, node: str) -> dict[str, Any] | None:
+        def body(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            found = conn.execute("DELETE FROM staged_configs WHERE node = ? RETURNING config",
+                                 (node,)).fetchone()
+            return None if found is None else dict(json.loads(found[0]))
+
+        return self._write(body)
 
     def close(self) -> None:
         with self._lock:

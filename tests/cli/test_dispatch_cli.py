@@ -74,13 +74,14 @@ def test_exit_codes_error_timeout_and_usage(cli: Cli, tmp_path: Path) -> None:
     assert timeout.returncode == 124, timeout.stderr
     assert json.loads(timeout.stdout)["completionMethod"] == "idle"
 
-    bad = cli("dispatch", "--timeout", "5", "--", "true", cwd=tmp_path)
+    bad = cli("dispatch", "--timeout", "0", "--", "true", cwd=tmp_path)
     assert bad.returncode == 2
-    assert "<command line>:1:1: error D403: dispatchTimeout must be at least 10 s" in bad.stdout
+    assert bad.stderr == "error: --timeout 0: dispatchTimeout must be more than 0 s, got 0\n"
+    assert bad.stdout == ""
     (tmp_path / "interlock.yaml").write_text("dispatch:\n  pollingIntervall: 2\n")
     typo = cli("dispatch", "--", "true", cwd=tmp_path)
     assert typo.returncode == 2
-    assert "interlock.yaml:2:3: error D401" in typo.stdout
+    assert "interlock.yaml:2:3: error D401" in typo.stderr and typo.stdout == ""
     for result in (error, missing, timeout, bad, typo):
         assert "Traceback" not in result.stderr
 

@@ -57,7 +57,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     url: str = request.getfixturevalue("pg_url")
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("TRUNCATE sessions, journal, inbox, agents, deliveries, dead_letters,"
-                     " invocations RESTART IDENTITY")
+                     " invocations, staged_configs RESTART IDENTITY")
     return url
 
 

@@ -12,6 +12,7 @@ from interlock.runtime.dispatch.config import (
     MIB,
     CompletionMarkerConfig,
     ConfigError,
+    FlagError,
     PollingConfiguration,
     find_project_config,
     load_dispatch_config,
@@ -260,7 +261,7 @@ def test_overrides_apply_and_keep_the_rest() -> None:
 @pytest.mark.parametrize(
     ("flags", "code", "message"),
     [
-        ({"timeout": 5}, "D403", "dispatchTimeout must be at least 10 s"),
+        ({"timeout": 0}, "D403", "dispatchTimeout must be more than 0 s"),
         ({"timeout": "20s", "interval": 21}, "D403", "pollingInterval must be at most"),
         ({"interval": "fast"}, "D404", "pollingInterval"),
         ({"output_format": "xml"}, "D402", "outputFormat"),
@@ -268,12 +269,28 @@ def test_overrides_apply_and_keep_the_rest() -> None:
     ],
 )
 def test_overrides_are_validated(flags: dict[str, Any], code: str, message: str) -> None:
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(FlagError) as caught:
         with_overrides(PollingConfiguration(), **flags)
-    [d] = caught.value.diagnostics
+    d = caught.value.diagnostics[0]  # --timeout 0 also makes the derived idleTimeout 0
     assert d.code == code
     assert message in d.message
     assert d.hint is not None and d.hint.startswith("with --")
+    flag = "--" + next(iter(flags)).replace("_", "-").replace("output-format", "format")
+    assert caught.value.message.startswith(flag + " ")
+    assert "<command line>" not in caught.value.message
+
+
+def test_a_bare_timeout_flag_is_seconds_with_no_floor() -> None:
+    """`--timeout 5` means 5 s; the seed's 10 s floor holds for interlock.yaml only."""
+    config = with_overrides(PollingConfiguration(), timeout="5")
+    assert (config.dispatch_timeout, config.idle_timeout) == (5.0, 5.0)
+    assert with_overrides(PollingConfiguration(), timeout=0.5).dispatch_timeout == 0.5
+    with pytest.raises(ConfigError, match="at least 10 s"):
+        parse_dispatch_config({"dispatchTimeout": 5})
+    with pytest.raises(FlagError) as caught:
+        with_overrides(PollingConfiguration(), timeout="5", interval="9")
+    assert caught.value.message == ("--timeout 5 --interval 9: pollingInterval must be at "
+                                    "most dispatchTimeout (5 s), got 9")
 
 
 def test_overrides_check_against_the_configured_values() -> None:
@@ -282,3 +299,15 @@ def test_overrides_check_against_the_configured_values() -> None:
         with_overrides(base, timeout=20)
     assert {d.message.split()[0] for d in caught.value.diagnostics} == {
         "pollingInterval", "idleTimeout"}
+
+
+def test_a_derived_idle_timeout_follows_a_timeout_flag(tmp_path: Path) -> None:
+    """interlock.yaml's dispatchTimeout 30 derives idleTimeout 30; `--timeout 5` derives 5."""
+    project = tmp_path / "interlock.yaml"
+    project.write_text("dispatch:\n  dispatchTimeout: 30\n")
+    base = load_dispatch_config(project)
+    assert base.idle_timeout == 30
+    assert with_overrides(base, timeout="5").idle_timeout == 5
+    explicit = parse_dispatch_config({"dispatchTimeout": 30, "idleTimeout": 20})
+    with pytest.raises(FlagError, match=r"^--timeout 5: idleTimeout must be at most "):
+        with_overrides(explicit, timeout="5")

@@ -292,7 +292,8 @@ def test_the_watching_consumer_handles_a_signal_as_it_lands(tmp_path: Path) -> N
 
 def test_signal_and_consume_from_the_command_line(cli: Cli, tmp_path: Path) -> None:
     session = tmp_path / "s1"
-    posted = cli("signal", str(session), "steer", "use bar", "--target", "Ralph-Executor")
+    posted = cli("signal", str(session), "steer", "use bar", "--target", "Ralph-Executor",
+                 "--create")
     assert posted.returncode == 0, posted.stderr
     signal_id = posted.stdout.strip()
     assert (session / "signals" / "inputs" / f"signal.{signal_id}.yaml").is_file()

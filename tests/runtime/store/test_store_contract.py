@@ -582,7 +582,7 @@ def test_a_store_from_before_invocations_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 5
+        assert schema_version(empty_target) == len(steps) == 6
         assert store.get("s1") == row("s1")
         store.record_invocation(invocation())
         assert store.invocations("s1", in_flight=True) == [invocation()]
@@ -629,7 +629,7 @@ def test_a_store_from_before_deliveries_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 5
+        assert schema_version(empty_target) == len(steps) == 6
         assert store.get("s1") == row("s1", status="active")  # renamed by schema 4
         assert store.journal("s1", after_seq=-1) == [created()]
         assert store.inbox("s1") == [InboxItem(queued, "s1", "start", {"by": "cli"}, 5.0)]
@@ -658,7 +658,7 @@ def test_a_store_from_before_the_lifecycle_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 5
+        assert schema_version(empty_target) == len(steps) == 6
         assert [r.status for r in store.list()] == ["active", "finished", "failed"]
         assert store.dead_letters("s1") == [] and store.cancel_request("s1") is None
         assert store.holder("s1") is None
@@ -762,3 +762,42 @@ def test_delete_removes_the_session_and_everything_of_it(store: Store) -> None:
     store.create(row("s1"), created())  # the id is free again, with nothing of the old one
     assert store.journal("s1") == [] and store.inbox("s1") == []
     assert not store.delivered("s1", "k1") and store.dead_letters("s1") == []
+
+
+# -- staged configs (seed 000: the poller writes, the unit reads once) --------------------
+
+
+STAGED = {"action": "retry", "corrections": ["Add performance benchmarks section"],
+          "context_additions": ["wiki/research/sprite-formats.md#performance"],
+          "resolved_at": "2026-05-12T00:30:00Z", "poller_id": "poller-14-001"}
+
+
+def test_a_staged_config_round_trips_and_is_replaced(store: Store) -> None:
+    assert store.staged_config("node_14") is None
+    store.stage_config("node_14", STAGED, at=5.0)
+    assert store.staged_config("node_14") == STAGED
+    assert store.staged_config("node_14") == STAGED  # reading leaves it
+    newer = {**STAGED, "corrections": ["büg: focus on 36-hex render time"]}
+    store.stage_config("node_14", newer, at=6.0)
+    assert store.staged_config("node_14") == newer
+    assert store.staged_config("node_15") is None
+
+
+def test_a_staged_config_is_consumed_exactly_once(store: Store) -> None:
+    store.stage_config("node_14", STAGED, at=5.0)
+    store.stage_config("node_15", {**STAGED, "poller_id": "p-15"}, at=5.0)
+    assert store.consume_staged_config("node_14") == STAGED
+    assert store.consume_staged_config("node_14") is None
+    assert store.staged_config("node_14") is None
+    assert store.staged_config("node_15") == {**STAGED, "poller_id": "p-15"}
+
+
+def test_two_stores_consume_a_staged_config_once(target: str) -> None:
+    first, second = open_store(target, Path.cwd()), open_store(target, Path.cwd())
+    try:
+        first.stage_config("node_14", STAGED, at=5.0)
+        got = [second.consume_staged_config("node_14"), first.consume_staged_config("node_14")]
+        assert got == [STAGED, None]
+    finally:
+        first.close()
+        second.close()

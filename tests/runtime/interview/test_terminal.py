@@ -1,0 +1,166 @@
+"""The terminal UI in a real pty (pexpect), its screen read with pyte: the seed's path driven
+by keystrokes, Back at each level, Esc aborts. The run is recorded as an asciinema v2 cast
+(``INTERLOCK_CAST=PATH`` keeps it, with the screen as text beside it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pyte
+
+from interlock import runtime
+
+COLUMNS, ROWS = 100, 60
+DOWN, ESC, BACKSPACE = "\x1b[B", "\x1b", "\x7f"
+
+
+class Recorder:
+    """pexpect's logfile_read: keeps every byte of output with its time (a cast)."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.events: list[tuple[float, str]] = []
+
+    def write(self, data: str) -> None:
+        self.events.append((round(time.monotonic() - self.start, 3), data))
+
+    def flush(self) -> None:
+        return None
+
+    def text(self) -> str:
+        return "".join(data for _, data in self.events)
+
+    def cast(self) -> str:
+        header = {"version": 2, "width": COLUMNS, "height": ROWS,
+                  "title": "interlock review: the seed 000 path"}
+        return "\n".join([json.dumps(header), *(json.dumps([t, "o", d])
+                                                for t, d in self.events)]) + "\n"
+
+
+class Terminal:
+    """The child in a pty and its screen (pyte), fed as output arrives."""
+
+    def __init__(self, child: pexpect.spawn, recorder: Recorder) -> None:
+        self.child = child
+        self.recorder = recorder
+        self.screen = pyte.Screen(COLUMNS, ROWS)
+        self.stream = pyte.Stream(self.screen)
+        self.fed = 0
+
+    def lines(self) -> list[str]:
+        return [line.rstrip() for line in self.screen.display if line.strip()]
+
+    def wait(self, pattern: str, timeout: float = 60) -> None:
+        """Until a line of the screen matches ``pattern`` (a regex); reads the pty with a
+        bounded wait, never sleeps."""
+        import re
+
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.recorder.text()
+            self.stream.feed(text[self.fed:])
+            self.fed = len(text)
+            if any(re.search(pattern, line) for line in self.lines()):
+                return
+            assert time.monotonic() < deadline, f"{pattern!r} not on screen:\n" + "\n".join(
+                self.lines())
+            try:
+                self.child.read_nonblocking(65536, timeout=0.5)
+            except pexpect.TIMEOUT:
+                continue
+
+
+def spawn(folder: Path) -> tuple[pexpect.spawn, Recorder]:
+    (folder / "out.md").write_text("# Sprite sheet\nA design for 36 hex renders.\n")
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS),
+           "LINES": str(ROWS)}
+    child = pexpect.spawn(sys.executable, ["-m", "interlock.runtime.cli", "review", "out.md",
+                                           "--node", "node_14"], cwd=str(folder), env=env,
+                          dimensions=(ROWS, COLUMNS), encoding="utf-8", timeout=60)
+    recorder = Recorder()
+    child.logfile_read = recorder
+    return child, recorder
+
+
+def screen_of(recorder: Recorder) -> list[str]:
+    screen = pyte.Screen(COLUMNS, ROWS)
+    pyte.Stream(screen).feed(recorder.text())
+    return [line.rstrip() for line in screen.display if line.strip()]
+
+
+def keys(child: pexpect.spawn, recorder: Recorder, steps: list[tuple[str, str]]) -> None:
+    """Wait until each pattern is on the screen, then press the keys. A question on screen
+    is ``? PROMPT``; once answered, it is replaced by ``PROMPT ANSWER``."""
+    terminal = Terminal(child, recorder)
+    for pattern, pressed in steps:
+        terminal.wait(pattern)
+        child.send(pressed)
+
+
+def test_the_seed_path_by_keystrokes_with_back_at_each_level(tmp_path: Path) -> None:
+    child, recorder = spawn(tmp_path)
+    keys(child, recorder, [
+        (r"^\? What should happen", DOWN),      # arrow keys: accept -> retry
+        (r"^> 2\. Retry", "\r"),
+        (r"^\? What's wrong", "B"),
+        (r"^\? What's missing", "<"),           # Back to the category question
+        (r"^> B\. Facts are wrong", "A"),       # ... with its answer kept
+        (r"^\? What's missing", "A"),
+        (r"^\? Is this what you meant", "B"),   # echo Back: B (no option is B there)
+        (r"^> A\. Performance", "A"),           # the narrow question, its answer kept
+        (r"^\? Is this what you meant", "X"),   # Close
+        (r"^\? Close but not exactly", BACKSPACE),  # Close menu Back: Backspace
+        (r"^\? Is this what you meant", "X"),
+        (r"^\? Close but not exactly", "D"),    # combination
+        (r"^\? Select all that apply", "<"),    # multi-select Back
+        (r"^> D\. Combination", "D"),
+        (r"^\? Select all that apply", "B"),    # toggle B
+        (r"\[x\] B\. Wrong metric", "C"),       # toggle C
+        (r"\[x\] C\. Too specific", "X"),       # confirm
+        (r"^\? Is this what you meant", "A"),   # the refined echo: Correct
+    ])
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    screen = screen_of(recorder)
+    text = "\n".join(screen)
+    assert "output of node_14" in text
+    assert "What's missing? Back" in text and "Is this what you meant? Back" in text
+    assert "Close but not exactly... What's off? Back" in text and "Refined fix" in text
+    assert "Select all that apply: B, C" in text and "Is this what you meant? A" in text
+    assert "POLLER: You said: output too shallow." in text
+    assert "resolved (poller poller-14-001); staged: interlock staged node_14" in text
+    staged = runtime.sync.staged("node_14", root=tmp_path)
+    assert staged is not None and staged["corrections"][1:] == [
+        "Focus on 36-hex render time specifically",
+        "Give higher-level guidance, not exact numbers"]
+    keep = os.environ.get("INTERLOCK_CAST")
+    if keep:
+        Path(keep).write_text(recorder.cast())
+        Path(keep).with_suffix(".txt").write_text(text + "\n")
+
+
+def test_esc_aborts_and_stages_nothing(tmp_path: Path) -> None:
+    child, recorder = spawn(tmp_path)
+    keys(child, recorder, [(r"^\? What should happen", "2"), (r"^\? What's wrong", "A"),
+                           (r"^\? What's missing", ESC)])
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 3
+    assert runtime.sync.staged("node_14", root=tmp_path) is None
+
+
+def test_accept_from_the_menu(tmp_path: Path) -> None:
+    child, recorder = spawn(tmp_path)
+    keys(child, recorder, [(r"^\? What should happen", "\r")])
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert any("accepted" in line for line in screen_of(recorder))
+
+
