@@ -39,6 +39,7 @@ from interlock.runtime.engine.lifecycle import StatusInfo, list_sessions, status
 from interlock.runtime.engine.runner import Runner, new_session_id
 from interlock.runtime.engine.session import Step
 from interlock.runtime.engine.snapshot import Snapshot
+from interlock.runtime.inbox.session import InboxCount, SessionInbox, attach_inbox, inbox_count
 from interlock.runtime.signals.model import SignalError, check_identifier
 from interlock.runtime.store import (
     JournalEntry,
@@ -88,6 +89,7 @@ class SessionInfo:
     queued: int
     context: Mapping[str, Any]
     runner: RunnerInfo | None = None
+    inbox: InboxCount | None = None  # inbox messages delivered to it (None: never any)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,6 +102,7 @@ class SessionInfo:
             "runner": None if self.runner is None else {
                 "owner": self.runner.owner, "host": self.runner.host, "pid": self.runner.pid,
                 "since": self.runner.since},
+            "inbox": None if self.inbox is None else self.inbox.to_json(),
         }
 
 
@@ -151,12 +154,14 @@ def _info(store: Store, row: SessionRow, now: float, state: StatusInfo | None = 
     state = state or status_of(store, row, now)
     runner = (RunnerInfo(state.owner, state.host, state.pid, state.since)
               if state.status == "running" and state.owner is not None else None)
+    queued = store.inbox(row.id)
     return SessionInfo(
         id=row.id, machine=row.spec_name, spec_path=row.spec_path,
         status=state.status, active=tuple(snapshot.configuration), seq=row.seq,
         created_at=row.created_at, updated_at=row.updated_at,
         timers=tuple(TimerInfo(t.event, t.state, t.deadline) for t in snapshot.timers),
-        queued=len(store.inbox(row.id)), context=dict(snapshot.context), runner=runner,
+        queued=len(queued), context=dict(snapshot.context), runner=runner,
+        inbox=inbox_count(store, row.id, queued, row.spec_text),
     )
 
 
@@ -245,7 +250,8 @@ def _feed(runner: Runner, store: str | None, root: Path, enabled: bool, identity
 
 
 async def _drive(runner: Runner, feed: Any, created: bool, stop: asyncio.Event | None,
-                 on_step: StepCallback | None) -> RunResult:
+                 on_step: StepCallback | None, inbox: SessionInbox | None = None
+                 ) -> RunResult:
     stop = stop or asyncio.Event()
 
     def stepped(step: Step) -> None:
@@ -256,10 +262,14 @@ async def _drive(runner: Runner, feed: Any, created: bool, stop: asyncio.Event |
 
     if feed is not None:
         feed.start()
+    if inbox is not None:
+        inbox.start()
     try:
         with translated():
             ended = await runner.run(stop, on_step=stepped)
     finally:
+        if inbox is not None:
+            await inbox.stop()
         if feed is not None:
             feed.stop()
             feed.store.close()
@@ -314,12 +324,13 @@ async def start(
         if on_note is not None:
             on_note(f"session {runner.session_id} {verb} [{', '.join(runner.session.active)}] "
                     f"(store: {opened.url})")
+        inbox = attach_inbox(runner, store, base, on_note)
         feed = _feed(runner, store, base, signals, signals_as, on_note)
         stop = stop or asyncio.Event()
         beside = _beside(builtin, port, runner, store, base,
                          stop, demo, on_note)
         try:
-            return await _drive(runner, feed, opened_as.created, stop, on_step)
+            return await _drive(runner, feed, opened_as.created, stop, on_step, inbox)
         finally:
             await _end_beside(beside)
 
@@ -443,12 +454,13 @@ async def resume(
                 bindings=bound, retry=retry, **_invokes(base, session_id))
         if on_note is not None:
             on_note(f"session {session_id} resumed [{', '.join(runner.session.active)}]")
+        inbox = attach_inbox(runner, store, base, on_note)
         feed = _feed(runner, store, base, signals, signals_as, on_note)
         stop = stop or asyncio.Event()
         beside = _beside(builtin, port, runner, store, base,
                          stop, False, on_note)
         try:
-            return await _drive(runner, feed, False, stop, on_step)
+            return await _drive(runner, feed, False, stop, on_step, inbox)
         finally:
             await _end_beside(beside)
 

@@ -265,6 +265,8 @@ def _print_detail(info: runtime.SessionInfo, journal: list[Any]) -> None:
     for t in info.timers:
         print(f"timer: {t.event} in {t.state} at {when(t.deadline, time.time())}")
     print(f"queued events: {info.queued}")
+    if info.inbox is not None:
+        print(f"inbox: {info.inbox.delivered} delivered, {info.inbox.pending} not yet taken")
     print("context: " + json.dumps(dict(info.context), sort_keys=True))
     for entry in journal[-10:]:
         _print_entry(asdict(entry), False)

@@ -53,6 +53,7 @@ from interlock.runtime.inbox.model import (
 LOG = logging.getLogger("interlock.inbox")
 MIN_DELAY = 0.001  # a jittered delay never rounds down to a busy loop
 SETTINGS_REFRESH = 5.0  # run(): re-read the store's settings at least this often
+MAX_FETCH = 1000  # the most messages one fetch asks for (batch + those skipped)
 
 
 @functools.lru_cache(maxsize=1)
@@ -72,7 +73,8 @@ class InboxPoller:
                  deliver: Callable[[Message], None], config: PollerConfig | None = None,
                  owner: str | None = None, rng: random.Random | None = None,
                  logger: logging.Logger | None = None,
-                 on_count: Callable[[int], None] | None = None) -> None:
+                 on_count: Callable[[int], None] | None = None,
+                 skip: Callable[[Message], bool] | None = None) -> None:
         self.adapter = adapter
         self.clock = clock
         self.is_idle = is_idle
@@ -82,6 +84,8 @@ class InboxPoller:
         self.rng = rng or random.Random()
         self.log = logger or LOG
         self.on_count = on_count
+        self.skip = skip  # fetched messages to leave alone (already delivered elsewhere)
+        self._skipped = 0  # how many the last fetch skipped: the next fetch takes more
         self.leases: dict[str, tuple[Message, Lease]] = {}  # claimed, not yet finished
         self._enabled = self.config.enabled
         self._queued: list[Message] = []
@@ -90,6 +94,8 @@ class InboxPoller:
         self._last_error = ""
         self._mark_outcome: Message | InboxError | None = None
         self._wake: asyncio.Event | None = None
+        self._running = False
+        self._stopping = False
         self.session: Session | None = None
 
     @classmethod
@@ -107,16 +113,19 @@ class InboxPoller:
     # -- the machine ------------------------------------------------------------------
 
     def _compile(self) -> CompiledMachine:
-        return compile(load(_spec_path()), bindings=self._bindings())
+        return compile(load(_spec_path()), bindings=self.bindings())
 
-    def _context(self) -> dict[str, Any]:
+    def context_from_config(self) -> dict[str, Any]:
+        """The spec's context fields this poller's config sets."""
         c = self.config
         return {"adapter": type(self.adapter).__name__, "poll_interval": c.interval,
                 "request_timeout": c.request_timeout, "lease_duration": c.lease,
                 "backoff_base": c.backoff_base, "backoff_max": c.backoff_max,
                 "backoff_delay": c.backoff_base}
 
-    def _bindings(self) -> dict[str, Callable[[Call], Any]]:
+    def bindings(self) -> dict[str, Callable[[Call], Any]]:
+        """The spec's guards and actions on this poller's adapter (also what the durable
+        ``inbox_poller`` built-in binds: runtime/builtin/inbox_poller.py)."""
         def reset_backoff(call: Call) -> None:
             call.context["consecutive_failures"] = 0
             call.context["backoff_delay"] = call.context["backoff_base"]
@@ -132,10 +141,14 @@ class InboxPoller:
 
         def fetch(call: Call) -> None:
             try:
-                self._queued = self.adapter.fetch_queued(self.config.batch)
+                fetched = self.adapter.fetch_queued(min(self.config.batch + self._skipped,
+                                                        MAX_FETCH))
+                fresh = [m for m in fetched if self.skip is None or not self.skip(m)]
             except InboxError as exc:
                 call.raise_event("fetch_failed", error=str(exc))
                 return
+            self._skipped = len(fetched) - len(fresh)
+            self._queued = fresh[:self.config.batch]
             self._round = 0
             call.raise_event("fetched", count=len(self._queued))
 
@@ -248,7 +261,7 @@ class InboxPoller:
 
     def start(self) -> None:
         """Start the machine and send ``start`` (enabled if the settings say so)."""
-        self.session = Session.start(self._compile(), self.clock, self._context())
+        self.session = Session.start(self._compile(), self.clock, self.context_from_config())
         self._sync_settings()
         self.session.send("start")
 
@@ -277,11 +290,15 @@ class InboxPoller:
             self.session.send("poll.off")
 
     def stop(self) -> None:
-        """``shutdown``: unfinished claims come back when their leases run out."""
-        if self.session is not None:
+        """``shutdown``: unfinished claims come back when their leases run out. While
+        :meth:`run` works, it is asked to stop and sends ``shutdown`` itself (its ticks run
+        in a worker thread, and the machine is stepped by one thread at a time)."""
+        if self._running:
+            self._stopping = True
+            if self._wake is not None:
+                self._wake.set()
+        elif self.session is not None and not self.session.is_final:
             self.session.send("shutdown")
-        if self._wake is not None:
-            self._wake.set()
 
     def nudge(self) -> None:
         """Wake :meth:`run` now (the agent went idle, settings changed)."""
@@ -289,20 +306,34 @@ class InboxPoller:
             self._wake.set()
 
     async def run(self) -> None:
-        """Tick at every deadline (and every SETTINGS_REFRESH s) until :meth:`stop`."""
+        """Tick at every deadline (and every SETTINGS_REFRESH s) until :meth:`stop`.
+
+        Each tick runs in a worker thread, so that an adapter call (bounded by
+        ``request_timeout``) never holds up the caller's event loop."""
         self._wake = asyncio.Event()
-        self.tick()
-        assert self.session is not None
-        while not self.session.is_final:
-            deadline = self.session.next_deadline()
-            now = self.clock.now()
-            wait = SETTINGS_REFRESH if deadline is None else min(SETTINGS_REFRESH,
-                                                                 max(deadline - now, 0.0))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), wait)
-            self._wake.clear()
-            if not self.session.is_final:
-                self.tick()  # adapter calls block the loop for at most request_timeout
+        self._running, self._stopping = True, False
+        ticking: asyncio.Future[None] | None = None
+        try:
+            ticking = asyncio.ensure_future(asyncio.to_thread(self.tick))
+            await ticking
+            assert self.session is not None
+            while not self.session.is_final and not self._stopping:
+                deadline = self.session.next_deadline()
+                now = self.clock.now()
+                wait = SETTINGS_REFRESH if deadline is None else min(
+                    SETTINGS_REFRESH, max(deadline - now, 0.0))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                self._wake.clear()
+                if not self.session.is_final and not self._stopping:
+                    ticking = asyncio.ensure_future(asyncio.to_thread(self.tick))
+                    await ticking
+        finally:
+            if ticking is not None and not ticking.done():
+                await asyncio.wait([ticking])  # cancelled: let the tick under way finish
+            self._running = False
+            if self.session is not None and not self.session.is_final:
+                self.session.send("shutdown")
 
     # -- explicit acknowledgement (never automatic) -----------------------------------
 

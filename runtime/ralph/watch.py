@@ -78,6 +78,14 @@ class Spend(_Model):
     cost_usd: float | None = None
 
 
+class InboxLine(_Model):
+    """The session's inbox count (SessionInfo.inbox): messages delivered to it as INFO
+    context, and those not yet taken."""
+
+    delivered: int = 0
+    pending: int = 0
+
+
 class StopInfo(_Model):
     """Why the session ended: ``reason`` (``max_iterations``, ``max_runtime``,
     ``max_cost``, ``no_progress``, ``completed``, ``aborted``...) and a readable detail."""
@@ -102,6 +110,7 @@ class RalphStatus(_Model):
     spend: Spend = Field(default_factory=Spend)
     elapsed: float | None = None  # seconds since the session started
     stop: StopInfo | None = None
+    inbox: InboxLine | None = None  # None: no inbox message reached the session
 
     @property
     def finished(self) -> bool:
@@ -123,6 +132,9 @@ def _header(status: RalphStatus) -> Table:
     if status.elapsed is not None:
         grid.add_row("elapsed", Text(format_duration(round(status.elapsed))))
     grid.add_row("spend", Text(_spend(status.spend)))
+    if status.inbox is not None:
+        waiting = f", {status.inbox.pending} not yet taken" if status.inbox.pending else ""
+        grid.add_row("inbox", Text(f"{status.inbox.delivered} delivered{waiting}"))
     if status.stop is not None:
         grid.add_row("stopped", Text(f"{status.stop.reason}: {status.stop.detail}".rstrip(": "),
                                      style="bold magenta"))

@@ -198,7 +198,7 @@ MISTAKES: list[Mistake] = [
             ("schema", "-o", "adir/notes.txt/x.json"), 1,
             r"error: -o adir/notes\.txt/x\.json: cannot write: .*", keeps=True),
     Mistake("a mistyped command", "files", ("sned", "f1", "go"), 2,
-            r"error: interlock: no such command 'sned'\. Did you mean 'send'\? "
+            r"error: interlock: no such command 'sned'\. Did you mean 'send'(, '\w+')*\? "
             r"\(see: interlock -h\)", keeps=True),
     Mistake("a mistyped option", "files", ("run", "quick.yaml", "--sesion", "x"), 2,
             r"error: interlock run: no such option: --sesion .*\(see: interlock run -h\)",

@@ -32,6 +32,7 @@ RUNNING = {
                  "action": "passed to Ralph-Executor"},
                 {"type": "INFO", "message": "target is Azure"}],
     "spend": {"input_tokens": 12000, "output_tokens": 3400, "cost_usd": 0.4321},
+    "inbox": {"delivered": 3, "pending": 1},
     "some_future_field": True,
 }
 
@@ -49,7 +50,8 @@ def test_render_shows_everything() -> None:
                      "tasks: 1/4 done, 1 failed", "[x] task-1", "[/] task-2", "[F] task-3",
                      "[ ] task-4", "(gates failed 2 time(s))", "executor on task-2 1m23s",
                      "attempt 2", "STEER use bar, not foo -> passed to Ralph-Executor",
-                     "INFO target is Azure", "(pending)"):
+                     "INFO target is Azure", "(pending)",
+                     "inbox 3 delivered, 1 not yet taken"):
         assert expected in flat, (expected, text)
     assert "line 1" not in text and "line 6" in text  # only the last five lines
     assert max(len(line) for line in text.splitlines()) <= 90
@@ -63,6 +65,7 @@ def test_render_a_stopped_session() -> None:
     text = _words(render_text(status, width=100))
     assert "stopped max_iterations: reached max_iterations: 3 iterations done" in text
     assert "tokens not reported" in text and "running agent" not in text
+    assert "inbox" not in text  # no inbox message reached it
     assert status.finished
 
 
