@@ -32,6 +32,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "signals": ("post_signal", "mailbox_folder", "wait_for_receipt", "consume_signals",
                 "parse_signal_types",
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
+    "ralph": ("ralph_init", "ralph_run", "ralph_resume", "ralph_status", "ralph_poll",
+              "ralph_folder", "RalphResult"),
     "inbox": ("post_message", "list_messages", "mark_message", "poll_settings",
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
               "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox"),
@@ -90,6 +92,13 @@ if TYPE_CHECKING:
     from interlock.runtime.api.interview import staged_prompt as staged_prompt
     from interlock.runtime.api.interview import task_node as task_node
     from interlock.runtime.api.interview import terminal_ui as terminal_ui
+    from interlock.runtime.api.ralph import RalphResult as RalphResult
+    from interlock.runtime.api.ralph import ralph_folder as ralph_folder
+    from interlock.runtime.api.ralph import ralph_init as ralph_init
+    from interlock.runtime.api.ralph import ralph_poll as ralph_poll
+    from interlock.runtime.api.ralph import ralph_resume as ralph_resume
+    from interlock.runtime.api.ralph import ralph_run as ralph_run
+    from interlock.runtime.api.ralph import ralph_status as ralph_status
     from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
     from interlock.runtime.api.sessions import RunResult as RunResult
     from interlock.runtime.api.sessions import SendReceipt as SendReceipt

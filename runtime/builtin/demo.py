@@ -1,17 +1,14 @@
 """``interlock demo``: the offline tour on the embedded defaults.
 
-It validates and compiles every built-in spec on both targets, draws them, and dispatches
-the seed's four reviewers at once as real processes (``interlock demo-agent``): one exits,
-one answers and then hangs like a stuck CLI, one closes its answer with an end marker and
-hangs, one is slow. Each result comes back as soon as its answer is known complete: a
-whole document followed by silence, never just a ``v:`` line (which would cut off the
-issue list that follows it).
+It validates and compiles every built-in spec on both targets, draws them, and then runs
+the main job offline (:mod:`interlock.runtime.ralph.demo`): a full Ralph session with the
+demo agents and scripted live signals (STEER scope change, INFO, PAUSE and resume,
+APPROVE), then a second session ended by ABORT, with a timeline and the orchestrator's
+diagram with the path each took.
 """
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -70,65 +67,17 @@ def _draw(console: Console, out_dir: Path) -> None:
     console.print(f"Diagrams: {len(written)} files in {out_dir}/ (Mermaid in .md, SVG via dot)")
 
 
-# The seed's four reviewers, each misbehaving like a real agent CLI in its own way.
-REVIEWERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("TECHLEAD", (), "exits"),
-    ("SECURITY", ("--linger", "600"), "hangs after answering"),
-    ("QA", ("--end-marker", "--linger", "600"), "end marker, hangs"),
-    ("ARCHITECT", ("--delay", "0.4"), "slow, exits"),
-)
-DEMO_CONFIG = {"dispatchTimeout": 60, "pollingInterval": 1, "idleTimeout": 20,
-               "terminateGrace": 2}
-
-
-def _dispatch_reviewers(console: Console, workdir: Path) -> bool:
-    """Dispatch the four reviewers at once, as real processes, and show the results."""
-    from interlock.runtime.dispatch import AgentCommand, dispatch_all
-    from interlock.runtime.dispatch.config import parse_dispatch_config
-    from interlock.runtime.host.orphans import StoreRegistry, reap_orphans
-    from interlock.runtime.store import open_store
-
-    config = parse_dispatch_config(DEMO_CONFIG)
-    agent = (sys.executable, "-m", "interlock.runtime.cli", "demo-agent")
-    commands = [AgentCommand((*agent, "--role", role, *extra), prompt=PROMPT, name=role)
-                for role, extra, _ in REVIEWERS]
-    store = open_store(None, workdir)
-    try:
-        reap_orphans(store)
-        results = asyncio.run(dispatch_all(commands, config, spill_dir=workdir / "dispatch",
-                                           registry=StoreRegistry(store)))
-    finally:
-        store.close()
-    table = Table(title="Four reviewers dispatched in parallel (real processes, "
-                  "demo agent, offline)", title_justify="left")
-    for column in ("reviewer", "behaves", "status", "completion", "seconds", "verdict",
-                   "issues"):
-        table.add_column(column)
-    ok = True
-    for (role, _, behaves), result in zip(REVIEWERS, results, strict=True):
-        polling = result.polling
-        verdict = polling.verdict
-        ok = ok and polling.success and verdict is not None and verdict.verdict is not None
-        table.add_row(role, behaves, polling.status, str(polling.completion_method),
-                      f"{polling.elapsed_time:.2f}", verdict.verdict if verdict else "-",
-                      str(len(verdict.issues)) if verdict else "-")
-    console.print(table)
-    window = config.completion_markers.min_silence_cycles * config.polling_interval
-    console.print(
-        f"The hung reviewers were stopped after {window:g}s of silence following a complete "
-        "answer, or at once after an end marker; a fixed wait would have taken "
-        f"{config.dispatch_timeout:g}s. Try it: [bold]interlock dispatch -- interlock "
-        "demo-agent --role QA --linger 600[/]")
-    return ok
-
-
 def run_demo(workdir: Path) -> int:
     """Run the demo, printing as it goes; 0 when every part worked, else 1."""
     console = Console(highlight=False)
     console.print("[bold]interlock demo[/]: offline, on the built-in specs\n")
     clean = _specs_table(console)
     _draw(console, workdir / "diagrams")
-    ok = _dispatch_reviewers(console, workdir)
-    console.print("\nNext: [bold]interlock validate specs/ --strict[/], "
-                  "[bold]interlock diagram polling_state -f svg -o ps.svg[/]")
+    console.print()
+    from interlock.runtime.ralph.demo import run_ralph_demo
+
+    ok = run_ralph_demo(workdir, console)
+    console.print("\nNext: [bold]interlock ralph init --request 'write the parser; test it'[/]"
+                  ", then [bold]interlock ralph run ID[/] and, from another terminal, "
+                  "[bold]interlock signal ID STEER 'scope: ...'[/]")
     return 0 if clean and ok else 1

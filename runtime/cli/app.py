@@ -369,6 +369,23 @@ def signal_(
                                  create=create, store_url=store))
 
 
+from interlock.runtime.cli.ralph import ralph_app  # noqa: E402
+
+app.add_typer(ralph_app, name="ralph")
+
+
+@app.command("watch")
+def watch_(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The Ralph session id.")],
+    interval: Annotated[float, typer.Option("--interval", metavar="S", min=0.05,
+                                            help="Seconds between redraws.")] = 0.5,
+    store: StoreOpt = None,
+) -> None:
+    """A live view of a Ralph session (state, tasks, agent, signals) until it ends."""
+    from interlock.runtime.cli.ralph import watch
+
+    raise typer.Exit(watch(session_id, interval, store))
+
 mailbox_app = typer.Typer(help="Live-signal mailboxes.", no_args_is_help=True)
 app.add_typer(mailbox_app, name="mailbox")
 

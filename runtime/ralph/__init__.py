@@ -1,2 +1,2 @@
-"""The Ralph runner's engine-side parts: its configuration, backpressure gates, limits and
-safety nets, and the live view of a session (``interlock watch``)."""
+"""The Ralph runner (seed 004): configuration, session folder, subagents, signal semantics,
+backpressure gates, limits and safety nets, and the live view of a session."""

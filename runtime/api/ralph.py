@@ -1,0 +1,204 @@
+"""Ralph sessions through the façade: init, run, resume, status, poll (seed 004).
+
+A Ralph session is an orchestrator session (``ralph_orchestrator``) in the normal store
+whose folder is ``.ralph-sessions/<ID>/`` in the working directory; its mailbox is that
+folder's ``signals/``. Without ``interlock.yaml`` every role runs its offline demo agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from interlock.runtime.api.common import opened_store, root_of, translated
+from interlock.runtime.api.errors import Conflict, NotFound, UsageError
+from interlock.runtime.ralph.agent_call import Caller
+from interlock.runtime.ralph.config import (
+    IDENTITIES,
+    PROJECT_FILE,
+    RalphConfigError,
+    load_ralph_config,
+)
+from interlock.runtime.ralph.folder import RalphFolder, now_iso
+from interlock.runtime.ralph.runner import RalphResult, RalphRun
+from interlock.runtime.ralph.subagent import take_signals
+from interlock.runtime.signals.model import SignalError, check_identifier
+
+__all__ = ["RalphResult", "ralph_folder", "ralph_init", "ralph_poll", "ralph_resume",
+           "ralph_run", "ralph_status"]
+
+
+def _folder(session_id: str, root: Path | str | None) -> RalphFolder:
+    try:
+        check_identifier(session_id, "Ralph session id")
+    except SignalError as exc:
+        raise UsageError(str(exc)) from None
+    folder = RalphFolder(root_of(root), session_id)
+    if not folder.exists():
+        raise NotFound(f"no Ralph session {session_id!r} in {folder.path.parent} "
+                       "(interlock ralph init --request TEXT makes one)")
+    return folder
+
+
+def ralph_folder(session_id: str, *, root: Path | str | None = None) -> Path:
+    """The folder ``.ralph-sessions/<ID>/`` of an existing Ralph session."""
+    return _folder(session_id, root).path
+
+
+def ralph_init(request: str, *, session_id: str | None = None,
+               root: Path | str | None = None) -> str:
+    """Create ``.ralph-sessions/<ID>/`` for ``request``; returns the ID."""
+    if not request.strip():
+        raise UsageError("the request is empty (--request TEXT or --request-file F)")
+    ident = session_id or (f"ralph-{datetime.now(UTC):%y%m%d-%H%M%S}-"
+                           f"{secrets.token_hex(2)}")
+    try:
+        check_identifier(ident, "--id")
+    except SignalError as exc:
+        raise UsageError(str(exc)) from None
+    folder = RalphFolder(root_of(root), ident)
+    if folder.exists():
+        raise Conflict(f"Ralph session {ident!r} exists already in {folder.path}")
+    folder.create(request)
+    return ident
+
+
+async def ralph_run(session_id: str, *, max_iterations: int | None = None,
+                    max_runtime: float | None = None, max_cost: float | None = None,
+                    record: Path | str | None = None, replay: Path | str | None = None,
+                    caller: Caller | None = None, store: str | None = None,
+                    root: Path | str | None = None, stop: asyncio.Event | None = None,
+                    on_note: Callable[[str], None] | None = None) -> RalphResult:
+    """Run the session until COMPLETE (completed or aborted), a limit, or ``stop``. A
+    paused session waits here. ``record``/``replay``: a cassette file that every agent
+    call is recorded to or replayed from (docs/cassettes); ``caller`` replaces the agent
+    calls altogether."""
+    folder = _folder(session_id, root)
+    try:
+        config = load_ralph_config(folder.root / PROJECT_FILE).with_overrides(
+            max_iterations=max_iterations, max_runtime=max_runtime, max_cost=max_cost)
+    except RalphConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if record is not None or replay is not None:
+        from interlock.runtime.agents.cassette import CassetteError, cassette_runner
+        from interlock.runtime.ralph.agent_call import dispatch_caller
+
+        try:
+            runner = cassette_runner(record=record, replay=replay, root=folder.root)
+        except (ValueError, CassetteError) as exc:
+            raise UsageError(str(exc)) from None
+        caller = dispatch_caller(config, runner)
+    meta = folder.metadata()
+    if meta.get("status") in ("completed", "aborted"):
+        return RalphResult(session_id, str(meta["status"]))
+    with translated():
+        return await RalphRun(folder.root, session_id, config, store_url=store,
+                              caller=caller, on_note=on_note).run(stop)
+
+
+async def ralph_resume(session_id: str, *, message: str | None = None,
+                       store: str | None = None, root: Path | str | None = None) -> bool:
+    """Queue the spec's ``resume`` event (clears a PAUSE; ``message`` goes to the
+    subagent re-invoked). Returns whether a live runner holds the session (else the
+    caller starts one: :func:`ralph_run`)."""
+    folder = _folder(session_id, root)
+    with opened_store(store, folder.root) as opened, translated():
+        try:
+            opened.get(session_id)
+        except Exception:
+            raise Conflict(f"Ralph session {session_id} has not run yet: "
+                           f"interlock ralph run {session_id}") from None
+        opened.enqueue(session_id, "resume", {"message": message}, time.time())
+    from interlock.runtime.api.sessions import status as session_status
+
+    info = await session_status(session_id, store=store, root=folder.root)
+    return info.status == "running"
+
+
+async def ralph_status(session_id: str, *, store: str | None = None,
+                       root: Path | str | None = None) -> dict[str, Any]:
+    """What ``ralph status --json`` prints and ``interlock watch`` reads: metadata, the
+    engine state, the current iteration's tasks, pending signals, the invocations."""
+    folder = _folder(session_id, root)
+    meta = folder.metadata()
+    n = int(meta.get("iteration", 1))
+    from interlock.runtime.api.sessions import status as session_status
+
+    engine: dict[str, Any] | None = None
+    try:
+        info = await session_status(session_id, store=store, root=folder.root)
+        engine = info.to_json()
+    except NotFound:
+        engine = None
+    invocations = sorted(p.name for p in (folder.iteration(n) / "invocations").glob("*.md"))
+    context = (engine or {}).get("context") or {}
+    invocation = context.get("invocation") or None
+    stop = meta.get("stop")
+    status = str(meta.get("status") or "running")
+    state = str((meta.get("orchestrator") or {}).get("state") or "PLANNING")
+    if state == "PAUSED" and status == "running":
+        status = "paused"
+    if stop is None and status in ("completed", "aborted"):
+        stop = {"reason": status, "detail": ""}
+    elif stop is None and meta.get("stop_reason"):
+        stop = {"reason": "stopped", "detail": str(meta["stop_reason"])}
+        status = "stopped" if status == "running" and (engine or {}).get(
+            "status") != "running" else status
+    limits = meta.get("limits") or {}
+    return {
+        # the fields of interlock.runtime.ralph.watch.RalphStatus (interlock watch)
+        "session_id": session_id, "state": state, "status": status, "iteration": n,
+        "max_iterations": None, "batch": (int(context["batch"]) + 1
+                                          if "batch" in context else None),
+        "batches": len(context.get("batches") or []) or None,
+        "tasks": [{"id": t.id, "title": t.title, "marker": t.marker, "note": t.reason}
+                  for t in folder.progress(n)],
+        "agent": None if not invocation else {
+            "role": IDENTITIES.get(str(invocation.get("role")), str(invocation.get("role"))),
+            "task": (invocation.get("task") or {}).get("id")},
+        "signals": _signals(folder),
+        "spend": {"cost_usd": limits.get("cost_usd")},
+        "elapsed": (time.time() - float(limits["started_at"])
+                    if "started_at" in limits else None),
+        "stop": stop,
+        # and more for scripts
+        "id": session_id, "folder": str(folder.path), "stop_reason": meta.get("stop_reason"),
+        "pending_signals": folder.mailbox().pending(), "invocations": invocations,
+        "engine": engine,
+    }
+
+
+def _signals(folder: RalphFolder) -> list[dict[str, Any]]:
+    from interlock.runtime.ralph.folder import read_yaml
+
+    lines = []
+    for path in sorted(folder.mailbox().processed.glob("*.yaml"))[-10:]:
+        data = read_yaml(path)
+        handling = data.get("handling_metadata") or {}
+        lines.append({"type": str(data.get("type", "?")), "message": str(
+            data.get("message") or ""), "target": str(data.get("target") or "ALL"),
+            "action": handling.get("action_taken"), "at": handling.get("handled_at")})
+    return lines
+
+
+def ralph_poll(session_id: str, *, role: str, root: Path | str | None = None
+               ) -> list[dict[str, Any]]:
+    """What a running agent calls at its step boundaries: the universal signals (STEER,
+    INFO, PAUSE, ABORT) targeted at ALL or its role's identity are taken (archived in
+    ``processed/``) and returned, oldest first."""
+    folder = _folder(session_id, root)
+    identity = IDENTITIES.get(role.lower().removeprefix("ralph-"), role)
+    if identity not in IDENTITIES.values():
+        raise UsageError(f"--as {role!r}: one of {', '.join(IDENTITIES.values())} "
+                         f"(or planner, executor, ...)")
+    from interlock.runtime.host.owners import default_owner
+
+    taken = take_signals(folder.mailbox(), identity, default_owner("poll"),
+                         action=f"taken by {identity} (ralph poll)")
+    return [{"id": s.id, "type": s.type, "target": s.target, "message": s.message,
+             "handled_by": identity, "handled_at": now_iso()} for s in taken]

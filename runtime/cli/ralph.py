@@ -1,0 +1,189 @@
+"""``interlock ralph init | run | resume | status | poll``: Ralph sessions (seed 004).
+
+Thin: parse, call the façade (:mod:`interlock.runtime`), print.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from interlock import runtime
+from interlock.runtime.cli.output import EXIT_OK, EXIT_USAGE, err, fail
+
+ralph_app = typer.Typer(help="Ralph orchestrator sessions (plan, execute, review, replan; "
+                        "live signals).", no_args_is_help=True)
+EXIT_INTERRUPTED = 130
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="The Ralph session id.")]
+StoreOpt = Annotated[str | None, typer.Option("--store", metavar="URL", help="The store "
+                                              "(default: .interlock/state.db).")]
+
+
+def _duration(text: str | None, option: str) -> float | None:
+    if text is None:
+        return None
+    from interlock.machines.durations import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise typer.Exit(fail(f"{option}: {exc}", EXIT_USAGE)) from None
+
+
+def _note(text: str) -> None:
+    err.print(escape(text))
+
+
+def _run(session_id: str, store: str | None, **limits: Any) -> int:
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        result = loop.run_until_complete(runtime.ralph_run(
+            session_id, store=store, stop=stop, on_note=_note, **limits))
+    except runtime.InterlockError as exc:
+        return fail(str(exc), exc.exit_code)
+    finally:
+        loop.close()
+    if result.outcome == "stopped":
+        err.print(f"stopped; Ralph session {session_id} is saved. Continue with: "
+                  f"interlock ralph run {session_id}")
+    elif result.outcome == "limit":
+        err.print(f"limit reached: {escape(result.reason or '')}; continue with: "
+                  f"interlock ralph run {session_id} (a higher limit)")
+    else:
+        err.print(f"Ralph session {session_id} {result.outcome}"
+                  + (f": {escape(result.reason)}" if result.reason else ""))
+    return result.exit_code
+
+
+@ralph_app.command("init")
+def init(
+    request: Annotated[str | None, typer.Option("--request", metavar="TEXT",
+                                                help="What to build.")] = None,
+    request_file: Annotated[Path | None, typer.Option("--request-file", metavar="F",
+                                                      help="Read the request from F.")] = None,
+    session_id: Annotated[str | None, typer.Option("--id", metavar="ID",
+                                                   help="The session id.")] = None,
+) -> None:
+    """Create .ralph-sessions/<ID>/ for a request and print the ID."""
+    if (request is None) == (request_file is None):
+        raise typer.Exit(fail("give one of --request TEXT or --request-file F", EXIT_USAGE))
+    if request_file is not None:
+        try:
+            request = request_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise typer.Exit(fail(f"--request-file {request_file}: "
+                                  f"{exc.strerror or exc}", EXIT_USAGE)) from None
+    try:
+        ident = runtime.ralph_init(request or "", session_id=session_id)
+    except runtime.InterlockError as exc:
+        raise typer.Exit(fail(str(exc), exc.exit_code)) from None
+    print(ident)
+
+
+@ralph_app.command("run")
+def run(
+    session_id: IdArg,
+    max_iterations: Annotated[int | None, typer.Option("--max-iterations", metavar="N",
+                                                       min=1)] = None,
+    max_runtime: Annotated[str | None, typer.Option("--max-runtime", metavar="D",
+                                                    help="e.g. 30m, 2h")] = None,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", metavar="USD",
+                                                   min=0.0)] = None,
+    replay: Annotated[Path | None, typer.Option("--replay", metavar="CASSETTE")] = None,
+    record: Annotated[Path | None, typer.Option("--record", metavar="CASSETTE")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Run the session until COMPLETE or a limit (exit 0 completed, 1 aborted or failed,
+    3 limit reached); Ctrl-C saves it. A paused session waits for `ralph resume`."""
+    raise typer.Exit(_run(session_id, store, record=record, replay=replay,
+                          max_iterations=max_iterations,
+                          max_runtime=_duration(max_runtime, "--max-runtime"),
+                          max_cost=max_cost))
+
+
+@ralph_app.command("resume")
+def resume(
+    session_id: IdArg,
+    message: Annotated[str | None, typer.Option("--message", metavar="TEXT",
+                                                help="For the subagent re-invoked.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Clear a PAUSE; when no runner is alive, run the session here."""
+    try:
+        alive = asyncio.run(runtime.ralph_resume(session_id, message=message, store=store))
+    except runtime.InterlockError as exc:
+        raise typer.Exit(fail(str(exc), exc.exit_code)) from None
+    if alive:
+        err.print(f"resume sent to the runner of {session_id}")
+        raise typer.Exit(EXIT_OK)
+    raise typer.Exit(_run(session_id, store))
+
+
+@ralph_app.command("status")
+def status(
+    session_id: IdArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """The session's state, iteration, tasks and pending signals."""
+    try:
+        info = asyncio.run(runtime.ralph_status(session_id, store=store))
+    except runtime.InterlockError as exc:
+        raise typer.Exit(fail(str(exc), exc.exit_code)) from None
+    if as_json:
+        sys.stdout.write(json.dumps(info, indent=2, ensure_ascii=False) + "\n")
+        return
+    print(f"{info['id']}: {info['state']} ({info['status']}), iteration {info['iteration']}"
+          + (f"; stopped: {info['stop_reason']}" if info.get("stop_reason") else ""))
+    for task in info["tasks"]:
+        reason = f" — {task['note']}" if task["note"] else ""
+        print(f"  [{task['marker']}] {task['id']}: {task['title']}{reason}")
+    if info["pending_signals"]:
+        print(f"  pending signals: {', '.join(info['pending_signals'])}")
+
+
+@ralph_app.command("poll")
+def poll(
+    session_id: IdArg,
+    role: Annotated[str, typer.Option("--as", metavar="ROLE", help="executor, planner, ... "
+                                      "or Ralph-Executor, ...")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """Take the signals meant for a running agent (STEER, INFO, PAUSE, ABORT)."""
+    try:
+        taken = runtime.ralph_poll(session_id, role=role)
+    except runtime.InterlockError as exc:
+        raise typer.Exit(fail(str(exc), exc.exit_code)) from None
+    for item in taken:
+        if as_json:
+            print(json.dumps(item, ensure_ascii=False))
+        else:
+            print(f"{item['type']}: {item['message'] or ''}")
+
+
+def watch(session_id: str, interval: float, store: str | None) -> int:
+    """``interlock watch ID``: the live view until the session ends (Ctrl-C leaves)."""
+    from interlock.runtime.ralph.watch import RalphStatus, follow
+
+    def read() -> RalphStatus:
+        return RalphStatus.model_validate(asyncio.run(runtime.ralph_status(session_id,
+                                                                           store=store)))
+
+    try:
+        follow(read, interval)
+    except runtime.InterlockError as exc:
+        return fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return EXIT_OK

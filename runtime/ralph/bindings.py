@@ -1,0 +1,332 @@
+"""The orchestrator's guards and actions (specs/ralph_orchestrator.yaml).
+
+They keep the session context and the session folder in step; they never run an agent.
+An ``invoke_*`` action only records the invocation the state asks for in
+``context.invocation``; the runner (:mod:`interlock.runtime.ralph.runner`) carries it out
+beside the session and reports back with ``subagent.completed|blocked|paused|failed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+from interlock.machines.bindings import Bindings, Call
+from interlock.runtime.ralph.config import IDENTITIES
+from interlock.runtime.ralph.folder import RalphFolder, Task, now_iso, write_text
+
+ORCHESTRATOR = IDENTITIES["orchestrator"]
+Ctx = MutableMapping[str, Any]
+
+
+def _for_orchestrator(data: Any) -> bool:
+    target = (data or {}).get("target") or "ALL"
+    return target in ("ALL", ORCHESTRATOR)
+
+
+def make_bindings(folder: RalphFolder) -> Bindings:
+    """The bindings of one Ralph session's orchestrator."""
+
+    def iteration(c: Call) -> int:
+        return int(c.context.get("iteration", 1))
+
+    def invoke(c: Call, role: str, mode: str, task: Any = None) -> None:
+        ctx = c.context
+        ctx["invocation_seq"] = int(ctx.get("invocation_seq", 0)) + 1
+        ctx["invocation"] = {"seq": ctx["invocation_seq"], "role": role, "mode": mode,
+                             "task": task, "iteration": iteration(c)}
+
+    def done_invoking(c: Call) -> None:
+        c.context["invocation"] = None
+
+    def absorb(c: Call) -> None:
+        """What the subagent learned from signals it polled itself (INFO for every later
+        invocation)."""
+        for info in (c.data or {}).get("infos", []) or []:
+            if info not in c.context["info_messages"]:
+                c.context["info_messages"].append(info)
+        role = (c.context.get("invocation") or {}).get("role")
+        identity = IDENTITIES.get(str(role), "")
+        c.context["buffered"].pop(identity, None)
+
+    # -- signals ------------------------------------------------------------------------
+
+    def ingest_steer(c: Call) -> None:
+        if not _for_orchestrator(c.data):
+            c.context["buffered"].setdefault(c.data["target"], []).append(
+                {"type": "STEER", "message": c.data.get("message")})
+            return
+        c.context["steer_messages"].append(c.data.get("message"))
+
+    def ingest_info(c: Call) -> None:
+        if not _for_orchestrator(c.data):
+            c.context["buffered"].setdefault(c.data["target"], []).append(
+                {"type": "INFO", "message": c.data.get("message")})
+            return
+        c.context["info_messages"].append(c.data.get("message"))
+
+    def hold_pause_message(c: Call) -> None:
+        message = (c.data or {}).get("message")
+        if message:
+            c.context["pause_message"] = message
+        absorb(c)
+
+    def note_abort(c: Call) -> None:
+        c.context["status"] = "aborted"
+
+    def record_paused(c: Call) -> None:
+        c.context["invocation"] = None
+
+    def aborted_by_signal(c: Call) -> bool:
+        return (c.data or {}).get("blocked_reason") == "aborted"
+
+    def for_current_iteration(c: Call) -> bool:
+        wanted = (c.data or {}).get("iteration")
+        return wanted is None or int(wanted) == iteration(c)
+
+    def archive_stale_signal(c: Call) -> None:
+        return None
+
+    # -- planning -----------------------------------------------------------------------
+
+    def invoke_planner(c: Call) -> None:
+        folder.open_iteration(iteration(c))
+        invoke(c, "planner", "plan")
+
+    def invoke_replanner(c: Call) -> None:
+        folder.open_iteration(iteration(c))
+        invoke(c, "planner", "replan")
+
+    def record_plan(c: Call) -> None:
+        answer = (c.data or {}).get("answer") or {}
+        tasks = [{"id": str(t["id"]), "title": str(t.get("title", t["id"]))}
+                 for t in answer.get("tasks", [])]
+        batches = [list(map(str, b)) for b in answer.get("batches", [])] or [
+            [t["id"] for t in tasks]]
+        ctx = c.context
+        ctx.update(plan_tasks=tasks, batches=batches, batch=0, results={}, rejected=[],
+                   blockers=[], task_queue=list(batches[0]) if batches else [],
+                   review_queue=[])
+        absorb(c)
+        done_invoking(c)
+        folder.write_progress(iteration(c), [Task(t["id"], t["title"]) for t in tasks])
+        write_text(folder.iteration(iteration(c)) / "plan.yaml", _plan_text(tasks, batches))
+
+    # -- executing ----------------------------------------------------------------------
+
+    def has_next_task(c: Call) -> bool:
+        return bool(c.context["task_queue"])
+
+    def take_next_task(c: Call) -> None:
+        ident = c.context["task_queue"].pop(0)
+        c.context["current_task"] = _task(c.context, ident)
+
+    def invoke_executor(c: Call) -> None:
+        invoke(c, "executor", "execute", c.context["current_task"])
+
+    def record_task_result(c: Call) -> None:
+        data = c.data or {}
+        task = c.context["current_task"] or {}
+        c.context["results"][task.get("id", "?")] = {
+            "status": data.get("status", "completed"), "report": data.get("report"),
+            "blockers": data.get("blockers", [])}
+        c.context["review_queue"].append(task.get("id"))
+        c.context["steer_messages"] = []
+        c.context["pause_message"] = None
+        absorb(c)
+        done_invoking(c)
+
+    def record_blocker(c: Call) -> None:
+        data = c.data or {}
+        blockers = list(data.get("blockers") or [data.get("reason") or "blocked"])
+        c.context["blockers"].extend(blockers)
+        task = c.context.get("current_task")
+        if task and (c.context.get("invocation") or {}).get("role") == "executor":
+            c.context["results"][task["id"]] = {"status": "blocked", "blockers": blockers,
+                                                "report": data.get("report")}
+            c.context["steer_messages"] = []
+        absorb(c)
+        done_invoking(c)
+
+    def record_failure(c: Call) -> None:
+        c.context["blockers"].append(f"invocation failed: {(c.data or {}).get('error')}")
+        done_invoking(c)
+
+    def mark_task_failed(c: Call) -> None:
+        task = c.context.get("current_task") or {}
+        error = (c.data or {}).get("error") or "the executor failed"
+        c.context["results"][task.get("id", "?")] = {"status": "failed", "blockers": [error]}
+        folder.mark(iteration(c), task.get("id", "?"), "F", error)
+        done_invoking(c)
+
+    # -- reviewing ----------------------------------------------------------------------
+
+    def has_next_review(c: Call) -> bool:
+        queue = c.context["review_queue"]
+        while queue and c.context["results"].get(queue[0], {}).get("status") != "completed":
+            queue.pop(0)  # only completed work is reviewed
+        return bool(queue)
+
+    def take_next_review(c: Call) -> None:
+        c.context["current_task"] = _task(c.context, c.context["review_queue"].pop(0))
+
+    def invoke_reviewer(c: Call) -> None:
+        invoke(c, "reviewer", "review", c.context["current_task"])
+
+    def record_review(c: Call) -> None:
+        task = c.context.get("current_task") or {}
+        verdict = str(((c.data or {}).get("answer") or {}).get("verdict", "accept"))
+        if verdict != "accept":
+            c.context["rejected"].append(task.get("id"))
+            folder.mark(iteration(c), task.get("id", "?"), "F", f"review: {verdict}")
+        absorb(c)
+        done_invoking(c)
+
+    def record_review_failure(c: Call) -> None:
+        task = c.context.get("current_task") or {}
+        c.context["rejected"].append(task.get("id"))
+        done_invoking(c)
+
+    def needs_replanning(c: Call) -> bool:
+        ctx = c.context
+        failed = [i for i, r in ctx["results"].items() if r.get("status") != "completed"]
+        return bool(failed or ctx["rejected"] or ctx["blockers"])
+
+    def open_iteration(c: Call) -> None:
+        ctx = c.context
+        old = iteration(c)
+        remaining = _remaining(ctx)
+        folder.close_iteration(old)
+        ctx["iteration"] = old + 1
+        ctx["replan"] = {"from": old, "remaining": remaining, "blockers": list(ctx["blockers"])}
+        ctx.update(blockers=[], rejected=[], results={}, task_queue=[], review_queue=[])
+        folder.open_iteration(old + 1)
+        for name in folder.staged(old):  # knowledge not yet approved goes on, marked
+            text = (folder.iteration(old) / "knowledge" / name).read_text(encoding="utf-8")
+            carried = name
+            if not text.startswith("---\ncarried_from:"):
+                text = f"---\ncarried_from: iteration {old}\n---\n{text}"
+                carried = f"carried-i{old}-{name}"
+            target = folder.iteration(old + 1) / "knowledge" / carried
+            if not target.exists():
+                write_text(target, text)
+        folder.update_metadata(iteration=old + 1)
+
+    def has_next_batch(c: Call) -> bool:
+        return int(c.context["batch"]) + 1 < len(c.context["batches"])
+
+    def next_batch(c: Call) -> None:
+        c.context["batch"] += 1
+        c.context["task_queue"] = list(c.context["batches"][c.context["batch"]])
+
+    # -- knowledge ----------------------------------------------------------------------
+
+    def has_staged_knowledge(c: Call) -> bool:
+        return bool(folder.staged(iteration(c)))
+
+    def invoke_librarian_promote(c: Call) -> None:
+        invoke(c, "librarian", "promote")
+
+    def carry_forward_knowledge(c: Call) -> None:
+        n = iteration(c)
+        for name in folder.staged(n):
+            path = folder.iteration(n) / "knowledge" / name
+            text = path.read_text(encoding="utf-8")
+            if not text.startswith("---\ncarried_from:"):
+                write_text(path, f"---\ncarried_from: iteration {n}\n---\n{text}")
+        c.context["knowledge"] = "carried_forward"
+
+    def record_approval(c: Call) -> None:
+        c.context["approval"] = (c.data or {}).get("message") or "approved"
+
+    def record_promotion(c: Call) -> None:
+        c.context["knowledge"] = "promoted"
+        done_invoking(c)
+
+    def keep_staged_knowledge(c: Call) -> None:
+        c.context["knowledge"] = "skipped"
+
+    # -- abort and completion -----------------------------------------------------------
+
+    def cancel_running_subagents(c: Call) -> None:
+        c.context["invocation"] = None  # the runner stops the process group it runs
+
+    def mark_in_progress_tasks_failed(c: Call) -> None:
+        n = iteration(c)
+        tasks = [Task(t.id, t.title, "F", "Aborted by signal") if t.marker == "/" else t
+                 for t in folder.progress(n)]
+        folder.write_progress(n, tasks)
+
+    def mark_session_aborted(c: Call) -> None:
+        c.context["status"] = "aborted"
+        folder.update_metadata(state="COMPLETE", status="aborted")
+
+    def record_completed_at(c: Call) -> None:
+        folder.close_iteration(iteration(c))
+
+    def finalize_session(c: Call) -> None:
+        status = "aborted" if c.context.get("status") == "aborted" else "completed"
+        c.context["status"] = status
+        folder.close_iteration(iteration(c))
+        folder.update_metadata(state="COMPLETE", status=status, completed_at=now_iso())
+
+    def noop(c: Call) -> None:
+        return None
+
+    return {
+        "record_state": noop, "ingest_steer": ingest_steer, "ingest_info": ingest_info,
+        "hold_pause_message": hold_pause_message, "note_abort": note_abort,
+        "record_paused": record_paused, "aborted_by_signal": aborted_by_signal,
+        "for_current_iteration": for_current_iteration,
+        "archive_stale_signal": archive_stale_signal,
+        "invoke_planner": invoke_planner, "invoke_replanner": invoke_replanner,
+        "record_plan": record_plan, "has_next_task": has_next_task,
+        "take_next_task": take_next_task, "invoke_executor": invoke_executor,
+        "record_task_result": record_task_result, "record_blocker": record_blocker,
+        "record_failure": record_failure, "mark_task_failed": mark_task_failed,
+        "has_next_review": has_next_review, "take_next_review": take_next_review,
+        "invoke_reviewer": invoke_reviewer, "record_review": record_review,
+        "record_review_failure": record_review_failure,
+        "needs_replanning": needs_replanning, "open_iteration": open_iteration,
+        "has_next_batch": has_next_batch, "next_batch": next_batch,
+        "has_staged_knowledge": has_staged_knowledge,
+        "invoke_librarian_promote": invoke_librarian_promote,
+        "carry_forward_knowledge": carry_forward_knowledge,
+        "keep_staged_knowledge": keep_staged_knowledge,
+        "record_approval": record_approval, "record_promotion": record_promotion,
+        "cancel_running_subagents": cancel_running_subagents,
+        "mark_in_progress_tasks_failed": mark_in_progress_tasks_failed,
+        "mark_session_aborted": mark_session_aborted,
+        "record_completed_at": record_completed_at, "finalize_session": finalize_session,
+    }
+
+
+def _task(ctx: Ctx, ident: str) -> dict[str, Any]:
+    for task in ctx["plan_tasks"]:
+        if task["id"] == ident:
+            return dict(task)
+    return {"id": ident, "title": ident}
+
+
+def _remaining(ctx: Ctx) -> list[dict[str, Any]]:
+    """Tasks of the plan not completed and accepted, a scope change's new objective in
+    place of its old title."""
+    out = []
+    for task in ctx["plan_tasks"]:
+        result = ctx["results"].get(task["id"], {})
+        if result.get("status") == "completed" and task["id"] not in ctx["rejected"]:
+            continue
+        title = task["title"]
+        for blocker in result.get("blockers") or []:
+            if str(blocker).startswith("STEER scope change:"):
+                text = str(blocker).split(":", 1)[1].strip()
+                title = text.split(":", 1)[1].strip() if text.lower().startswith(
+                    "scope:") else text
+        out.append({"id": task["id"], "title": title})
+    return out
+
+
+def _plan_text(tasks: list[dict[str, Any]], batches: list[list[str]]) -> str:
+    import yaml
+
+    return yaml.safe_dump({"tasks": tasks, "batches": batches}, sort_keys=False)

@@ -1,0 +1,195 @@
+"""A Ralph session's folder, ``.ralph-sessions/<ID>/``, as seed 004 names it.
+
+``metadata.yaml`` (``orchestrator.state``, ``status``, ``iteration``), ``request.md``,
+``signals/`` (the mailbox), ``iterations/<N>/metadata.yaml`` (``started_at``,
+``completed_at``), ``iterations/<N>/progress.md`` (``- [ ] task-id: title``, markers
+``[ ] [/] [x] [F]``, a reason after ``[F]``), ``iterations/<N>/tasks/<task>.md``,
+``iterations/<N>/reviews/<task>.md``, ``iterations/<N>/knowledge/`` and
+``iterations/<N>/invocations/<seq>-<role>.md``. Every write is whole or absent (a
+temporary beside the file, then a rename), so a SIGKILL at any point leaves the folder
+consistent.
+
+>>> render_progress([Task("T1", "write it", "F", "Aborted by signal")])
+'- [F] T1: write it — Aborted by signal\\n'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from interlock.runtime.signals.mailbox import Mailbox, write_atomically
+from interlock.runtime.signals.model import check_identifier
+
+SESSIONS_DIR = ".ralph-sessions"
+MARKERS = (" ", "/", "x", "F")
+_LINE = re.compile(r"^- \[(?P<m>[ /xF])\] (?P<id>[^:\s]+): (?P<title>.*?)(?: — (?P<why>.*))?$")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One line of progress.md."""
+
+    id: str
+    title: str
+    marker: str = " "
+    reason: str | None = None
+
+
+def render_progress(tasks: list[Task], note: str | None = None) -> str:
+    lines = []
+    for task in tasks:
+        line = f"- [{task.marker}] {task.id}: {task.title}"
+        if task.reason:
+            line += f" — {task.reason}"
+        lines.append(line)
+    if note:
+        lines += ["", note]
+    return "\n".join(lines) + "\n"
+
+
+def parse_progress(text: str) -> tuple[list[Task], str | None]:
+    tasks: list[Task] = []
+    notes: list[str] = []
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m is not None:
+            tasks.append(Task(m["id"], m["title"], m["m"], m["why"]))
+        elif line.strip():
+            notes.append(line.strip())
+    return tasks, ("\n".join(notes) or None)
+
+
+def session_folder(root: Path, session_id: str) -> Path:
+    return root / SESSIONS_DIR / check_identifier(session_id, "Ralph session id")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (parents made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, text.encode("utf-8"), durable=False)
+
+
+def write_yaml(path: Path, data: dict[str, Any]) -> None:
+    write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000))
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class RalphFolder:
+    """The files of one Ralph session."""
+
+    def __init__(self, root: Path, session_id: str) -> None:
+        self.root = root
+        self.id = session_id
+        self.path = session_folder(root, session_id)
+
+    # -- paths --------------------------------------------------------------------------
+
+    @property
+    def metadata_path(self) -> Path:
+        return self.path / "metadata.yaml"
+
+    @property
+    def request_path(self) -> Path:
+        return self.path / "request.md"
+
+    @property
+    def docs(self) -> Path:
+        """Promoted knowledge lives in the project, beside the sessions folder."""
+        return self.root / ".docs"
+
+    @property
+    def workdir(self) -> Path:
+        """Where the executor works: the project folder."""
+        return self.root
+
+    def iteration(self, n: int) -> Path:
+        return self.path / "iterations" / str(n)
+
+    def mailbox(self) -> Mailbox:
+        return Mailbox(self.path, durable=False)
+
+    def exists(self) -> bool:
+        return self.metadata_path.is_file()
+
+    # -- session ------------------------------------------------------------------------
+
+    def create(self, request: str) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.mailbox()
+        write_text(self.request_path, request.rstrip() + "\n")
+        write_yaml(self.metadata_path, {
+            "session_id": self.id, "orchestrator": {"state": "PLANNING"},
+            "status": "running", "iteration": 1, "created_at": now_iso()})
+
+    def request(self) -> str:
+        return self.request_path.read_text(encoding="utf-8").strip()
+
+    def metadata(self) -> dict[str, Any]:
+        return read_yaml(self.metadata_path)
+
+    def update_metadata(self, **fields: Any) -> dict[str, Any]:
+        data = self.metadata()
+        for key, value in fields.items():
+            if key == "state":
+                data.setdefault("orchestrator", {})["state"] = value
+            elif value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
+        write_yaml(self.metadata_path, data)
+        return data
+
+    # -- iterations ---------------------------------------------------------------------
+
+    def open_iteration(self, n: int) -> None:
+        meta = self.iteration(n) / "metadata.yaml"
+        if not meta.exists():
+            write_yaml(meta, {"iteration": n, "started_at": now_iso()})
+        for sub in ("tasks", "reviews", "knowledge", "invocations"):
+            (self.iteration(n) / sub).mkdir(parents=True, exist_ok=True)
+
+    def close_iteration(self, n: int) -> None:
+        meta = self.iteration(n) / "metadata.yaml"
+        data = read_yaml(meta)
+        if "completed_at" not in data:
+            data["completed_at"] = now_iso()
+            write_yaml(meta, data)
+
+    def progress(self, n: int) -> list[Task]:
+        try:
+            text = (self.iteration(n) / "progress.md").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        return parse_progress(text)[0]
+
+    def write_progress(self, n: int, tasks: list[Task], note: str | None = None) -> None:
+        write_text(self.iteration(n) / "progress.md", render_progress(tasks, note))
+
+    def mark(self, n: int, task_id: str, marker: str, reason: str | None = None,
+             note: str | None = None) -> None:
+        tasks = [Task(t.id, t.title, marker, reason) if t.id == task_id else t
+                 for t in self.progress(n)]
+        self.write_progress(n, tasks, note)
+
+    def staged(self, n: int) -> list[str]:
+        folder = self.iteration(n) / "knowledge"
+        if not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if p.is_file())
