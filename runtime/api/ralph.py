@@ -29,8 +29,16 @@ from interlock.runtime.ralph.runner import RalphResult, RalphRun
 from interlock.runtime.ralph.subagent import take_signals
 from interlock.runtime.signals.model import SignalError, check_identifier
 
-__all__ = ["RalphResult", "ralph_folder", "ralph_init", "ralph_poll", "ralph_resume",
-           "ralph_run", "ralph_status"]
+__all__ = [
+    "RalphResult",
+    "ralph_folder",
+    "ralph_init",
+    "ralph_poll",
+    "ralph_resume",
+    "ralph_run",
+    "ralph_status",
+    "ralph_watch",
+]
 
 
 def _folder(session_id: str, root: Path | str | None) -> RalphFolder:
@@ -202,3 +210,13 @@ def ralph_poll(session_id: str, *, role: str, root: Path | str | None = None
                          action=f"taken by {identity} (ralph poll)")
     return [{"id": s.id, "type": s.type, "target": s.target, "message": s.message,
              "handled_by": identity, "handled_at": now_iso()} for s in taken]
+
+
+def ralph_watch(session_id: str, *, interval: float = 0.5, store: str | None = None) -> None:
+    """The live terminal view of a Ralph session (Rich), following it until it ends."""
+    from interlock.runtime.ralph.watch import RalphStatus, follow
+
+    def read() -> RalphStatus:
+        return RalphStatus.model_validate(asyncio.run(ralph_status(session_id, store=store)))
+
+    follow(read, interval)

@@ -174,14 +174,8 @@ def poll(
 
 def watch(session_id: str, interval: float, store: str | None) -> int:
     """``interlock watch ID``: the live view until the session ends (Ctrl-C leaves)."""
-    from interlock.runtime.ralph.watch import RalphStatus, follow
-
-    def read() -> RalphStatus:
-        return RalphStatus.model_validate(asyncio.run(runtime.ralph_status(session_id,
-                                                                           store=store)))
-
     try:
-        follow(read, interval)
+        runtime.ralph_watch(session_id, interval=interval, store=store)
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
