@@ -39,10 +39,10 @@ READ_TIMEOUT = 60.0
 WORKER = TESTS / "support" / "inbox_worker.py"
 
 
-def _spawn(url: str, tag: str, stop: Path, *extra: str, slot: int = 0
+def _spawn(url: str, tag: str, stop: Path, *extra: str, slot: int = 0, go: str = "GO"
            ) -> subprocess.Popen[str]:
     env = {**os.environ, "INBOX_STOP_FILE": str(stop), "PYTHONPATH": str(TESTS),
-           "INBOX_GO_FILE": str(stop.with_name("GO")),
+           "INBOX_GO_FILE": str(stop.with_name(go)),
            "INBOX_SLOT": f"{slot}/{WORKERS - KILLED}"}
     return subprocess.Popen([sys.executable, str(WORKER), url, tag, str(LEASE), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -75,17 +75,22 @@ def run_stress(url: str, verify: InboxAdapter, tmp_path: Path) -> None:
     ids = verify.post_many([("job", "stress", str(n)) for n in range(MESSAGES)])  # type: ignore[attr-defined]
     stop = tmp_path / "STOP"
     hold_after = "2"  # victims die early, so that the queue is surely not drained yet
-    victims = [_spawn(url, f"victim{n}", stop, "--hold-after", hold_after, slot=n)
-               for n in range(KILLED)]
+    victims = [_spawn(url, f"victim{n}", stop, "--hold-after", hold_after, slot=n,
+                      go="GO_VICTIMS") for n in range(KILLED)]
     workers = [_spawn(url, f"w{n}", stop, slot=KILLED + n) for n in range(WORKERS - KILLED)]
     held: list[tuple[str, str]] = []
     try:
         for proc in victims + workers:
             assert "ready" in _read_line(proc)
-        stop.with_name("GO").touch()
-        for victim in victims:  # each dies mid-run, holding a live lease
+        # The victims start first, so that they surely hold a lease before the others could
+        # drain the queue (on a loaded machine a late victim found it empty); then everyone
+        # works while the victims are killed, each holding a live lease.
+        stop.with_name("GO_VICTIMS").touch()
+        for victim in victims:
             data = _read_line(victim)
             held.append((str(data["holding"]), str(data["token"])))
+        stop.with_name("GO").touch()
+        for victim in victims:
             victim.send_signal(signal.SIGKILL)
             victim.wait(timeout=30)
         _wait_done(verify, workers)
