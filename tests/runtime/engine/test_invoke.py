@@ -322,7 +322,9 @@ def test_a_runner_that_lost_its_lease_leaves_the_agent_to_its_successor(
         store: SqliteStore, tmp_path: Path) -> None:
     clock = ManualClock()
     started = tmp_path / "pids"
-    spec = one_invoke_spec(agent_argv("--pids", str(started), "--delay", "8"))
+    # The agent outlives the test by far (the second runner interrupts it): with a short
+    # delay, a loaded machine let it finish by itself before the check that it runs on.
+    spec = one_invoke_spec(agent_argv("--pids", str(started), "--delay", "120"))
     first = open_runner(store, spec, tmp_path, clock=clock, owner="elsewhere:1:a")
     try:
         wait_for(lambda: len(pids(started)) == 1)
