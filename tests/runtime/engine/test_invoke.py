@@ -322,9 +322,11 @@ def test_a_runner_that_lost_its_lease_leaves_the_agent_to_its_successor(
         store: SqliteStore, tmp_path: Path) -> None:
     clock = ManualClock()
     started = tmp_path / "pids"
-    # The agent outlives the test by far (the second runner interrupts it): with a short
-    # delay, a loaded machine let it finish by itself before the check that it runs on.
-    spec = one_invoke_spec(agent_argv("--pids", str(started), "--delay", "120"))
+    # The agent outlives the test by far (the second runner interrupts it), and its invoke
+    # timeout lies well past the 31 s the clock jumps for the lease to expire: with a short
+    # delay a loaded machine let it finish by itself before the check that it still runs.
+    spec = one_invoke_spec(agent_argv("--pids", str(started), "--delay", "120"),
+                           timeout="10m")
     first = open_runner(store, spec, tmp_path, clock=clock, owner="elsewhere:1:a")
     try:
         wait_for(lambda: len(pids(started)) == 1)
