@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -67,3 +68,18 @@ def format_duration(seconds: float) -> str:
         whole = int(remaining)
         parts.append(f"{whole}s" if remaining == whole else f"{remaining:g}s")
     return "".join(parts)
+
+
+def setting_duration(value: object) -> float:
+    """A duration setting (``interlock.yaml``) in seconds: a number or text like ``3m``;
+    ValueError saying why for anything else, infinities included.
+
+    >>> setting_duration("1m30s"), setting_duration(2)
+    (90.0, 2.0)
+    """
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError("a duration is a number of seconds or text like 500ms, 3m, 1h30m")
+    seconds = parse_duration(value)
+    if not math.isfinite(seconds):
+        raise ValueError("a duration must be a finite number of seconds")
+    return seconds

@@ -20,7 +20,6 @@ are taken from the folder of the project file.
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -36,7 +35,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
-from interlock.machines.durations import parse_duration
+from interlock.machines.durations import setting_duration
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap, parse_yaml
 from interlock.runtime.agents.base import AgentCli, AgentLaunch
@@ -69,16 +68,10 @@ class AgentConfigError(SpecError):
 
 
 def _duration(value: Any) -> float:
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise PydanticCustomError(
-            _DURATION, "a duration is a number of seconds or text like 500ms, 3m, 1h30m")
     try:
-        seconds = parse_duration(value)
+        return setting_duration(value)
     except ValueError as exc:
         raise PydanticCustomError(_DURATION, str(exc)) from None
-    if not math.isfinite(seconds):
-        raise PydanticCustomError(_DURATION, "a duration must be a finite number of seconds")
-    return seconds
 
 
 Duration = Annotated[float, BeforeValidator(_duration)]

@@ -32,7 +32,6 @@ Problems are :class:`RalphConfigError` diagnostics at ``interlock.yaml:LINE:COL`
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -52,7 +51,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
-from interlock.machines.durations import parse_duration
+from interlock.machines.durations import setting_duration
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap, parse_yaml
 from interlock.runtime.agents.config import ROLES, AgentConfig, load_agents, resolve_agent
@@ -87,16 +86,10 @@ class RalphConfigError(SpecError):
 
 
 def _duration(value: Any) -> float:
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise PydanticCustomError(
-            _DURATION, "a duration is a number of seconds or text like 500ms, 3m, 1h30m")
     try:
-        seconds = parse_duration(value)
+        return setting_duration(value)
     except ValueError as exc:
         raise PydanticCustomError(_DURATION, str(exc)) from None
-    if not math.isfinite(seconds):
-        raise PydanticCustomError(_DURATION, "a duration must be a finite number of seconds")
-    return seconds
 
 
 Duration = Annotated[float, BeforeValidator(_duration)]
