@@ -122,14 +122,17 @@ CODES: dict[str, str] = {
     "M213": "reserved event name",
     "M214": "state kind does not allow this field",
     "M215": "context default does not match its type",
-    "M216": "invoke names both or neither of `agent` and `command`, or an empty command",
-    "M217": "invoke gives both `prompt` and `prompt_file`",
+    "M216": "invoke names not exactly one of `agent`, `command` and `machine`, or an "
+            "empty command",
+    "M217": "invoke gives both `prompt` and `prompt_file`, or either with `machine`",
     "M218": "invoke `prompt_file` cannot be read",
     "M219": "Jinja2 syntax error in an invoke template",
     "M220": "done.invoke/error.invoke event for an id no state invokes",
     "M221": "duplicate invoke id",
     "M222": "invoke names an agent interlock.yaml does not define",
     "M223": "done/error.invoke event listened for where its invocation is never running",
+    "M224": "invoke `machine` names a spec file that does not exist",
+    "M225": "done.invoke.<id>.<final> for an invoke that is not a machine",
     # B: backend refusals (compile targets that cannot express a feature)
     "B301": "the transitions backend cannot express this feature",
     # D: dispatch configuration (the `dispatch:` key of interlock.yaml, CLI flags)

@@ -122,20 +122,24 @@ def invoke_error_event(invoke_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class InvokeIR:
-    """An agent started when its state is entered and cancelled when the state is left.
+    """An agent, program or child machine started when its state is entered and cancelled
+    when the state is left.
 
-    Exactly one of ``agent`` (a name from interlock.yaml ``agents:``) and ``command`` (an
-    argv) is set in a valid spec; lint reports otherwise. ``prompt`` is Jinja2 template
-    text, ``prompt_file`` a template path relative to the spec file (one or neither).
-    ``input`` values may be templates. ``timeout`` is a literal duration or a context
-    field (like ``after:``); None means the dispatch settings decide. Completion raises
-    :func:`invoke_done_event`, failure :func:`invoke_error_event`.
+    Exactly one of ``agent`` (a name from interlock.yaml ``agents:``), ``command`` (an
+    argv) and ``machine`` (a built-in spec's name or a spec file relative to this one) is
+    set in a valid spec; lint reports otherwise. ``prompt`` is Jinja2 template text,
+    ``prompt_file`` a template path relative to the spec file (one or neither; never for
+    a machine). ``input`` values may be templates (a machine's context). ``timeout`` is a
+    literal duration or a context field (like ``after:``); None means the dispatch
+    settings decide. Completion raises :func:`invoke_done_event` (a machine's adds its
+    final state: ``done.invoke.<id>.<final>``), failure :func:`invoke_error_event`.
     """
 
     id: str
     state: str
     agent: str | None
     command: tuple[str, ...] | None
+    machine: str | None
     prompt: str | None
     prompt_file: str | None
     input: Mapping[str, Any]
@@ -327,14 +331,15 @@ def _invoke(sid: str, spec: InvokeSpec | None) -> InvokeIR | None:
     if spec is None:
         return None
     marks = {name: spec.mark_of(name)
-             for name in ("id", "agent", "command", "prompt", "prompt_file", "input", "timeout",
-                          "on_resume")}
+             for name in ("id", "agent", "command", "machine", "prompt", "prompt_file", "input",
+                          "timeout", "on_resume")}
     marks.update({f"input.{key}": spec.key_mark_of("input", key) for key in spec.input})
     return InvokeIR(
         id=spec.id or sid,
         state=sid,
         agent=spec.agent,
         command=tuple(spec.command) if spec.command is not None else None,
+        machine=spec.machine,
         prompt=spec.prompt,
         prompt_file=spec.prompt_file,
         input=MappingProxyType(dict(spec.input)),

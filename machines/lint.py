@@ -22,14 +22,17 @@ M213   reserved event names (``after.*``, ``done.*``, ``error.*``) other than th
        engine raises (``error.execution``, ``done.invoke.<id>``, ``error.invoke.<id>``)
 M214   a field the state's kind does not allow
 M215   context default that does not match its type
-M216   ``invoke:`` with both or neither of ``agent`` and ``command``, or an empty command
-M217   ``invoke:`` with both ``prompt`` and ``prompt_file``
+M216   ``invoke:`` with not exactly one of ``agent``, ``command`` and ``machine``, or an
+       empty command
+M217   ``invoke:`` with both ``prompt`` and ``prompt_file``, or either with ``machine``
 M218   ``invoke:`` ``prompt_file`` missing or unreadable (only for a spec read from a file)
 M219   Jinja2 syntax error in an invoke's ``prompt``, ``prompt_file`` or ``input`` string
 M220   ``done.invoke.<id>`` / ``error.invoke.<id>`` where no state invokes ``<id>``
 M221   duplicate invoke id
 M222   invoke ``agent`` not in interlock.yaml ``agents:`` (only when agents are given)
 M223   ``done.invoke.<id>`` / ``error.invoke.<id>`` where ``<id>`` never runs (warning)
+M224   invoke ``machine`` naming a spec file that does not exist
+M225   ``done.invoke.<id>.<final>`` for an invoke that is not a machine
 =====  ==========================================================================
 
 S104 also covers an invoke's ``id``, S105 and M212 its ``timeout`` (a duration or a

@@ -3,8 +3,9 @@
 Checks read the IR like :mod:`.lint` (which runs them and owns the code table):
 
 =====  ==========================================================================
-M216   both or neither of ``agent`` and ``command``, or an empty ``command``
-M217   both ``prompt`` and ``prompt_file``
+M216   not exactly one of ``agent``, ``command`` and ``machine``, or an empty ``command``
+M217   both ``prompt`` and ``prompt_file``, or either with ``machine`` (a child machine
+       takes ``input``, not a prompt)
 M218   ``prompt_file`` missing or unreadable (relative to the spec file's folder;
        not checked for a spec loaded from text)
 M219   Jinja2 syntax error in ``prompt``, the ``prompt_file``, or an ``input`` string
@@ -15,6 +16,10 @@ M222   ``agent`` not among the agents of interlock.yaml (only when they are give
 M223   ``done.invoke.<id>`` / ``error.invoke.<id>`` listened for in a state that is never
        active while the state invoking ``<id>`` is (warning: only a stale event could
        reach it)
+M224   ``machine`` names a spec file (``.yaml``/``.yml``, or a path) that does not exist
+       (relative to the spec file's folder; not checked for a spec loaded from text)
+M225   ``done.invoke.<id>.<final>`` where ``<id>`` is an agent or a command: only a child
+       machine's done event carries a final state
 =====  ==========================================================================
 
 The timeout (S105/M212), the invoke id (S104) and invoke on a final or history state
@@ -47,6 +52,7 @@ def check_invokes(ir: MachineIR, agents: Collection[str] | None = None) -> Itera
     for invoke in _invokes(ir):
         yield from _check_runs(invoke)
         yield from _check_prompt(ir, invoke)
+        yield from _check_machine(ir, invoke)
         yield from _check_input(invoke)
         if agents is not None:
             yield from _check_agent(invoke, agents)
@@ -67,17 +73,23 @@ def _written(invoke: InvokeIR, name: str) -> bool:
 # -- M216 / M217 / M222: what runs ------------------------------------------------------
 
 
+_RUNS = ("agent", "command", "machine")
+
+
 def _check_runs(invoke: InvokeIR) -> Iterator[Diagnostic]:
     where = f"the invoke of state {invoke.state!r}"
-    if invoke.agent is not None and invoke.command is not None:
-        yield error("M216", f"{where} names both `agent:` and `command:`; it runs one of them",
-                    invoke.mark_of("command"),
-                    "keep either `agent:`, a name from interlock.yaml `agents:`, or "
-                    "`command:`, an argv")
-    elif invoke.agent is None and invoke.command is None:
-        yield error("M216", f"{where} names neither `agent:` nor `command:`", invoke.mark,
-                    "add `agent: <name>` naming one of interlock.yaml `agents:`, or "
-                    "`command: [program, arg, ...]`")
+    given = [name for name in _RUNS if getattr(invoke, name) is not None]
+    if len(given) > 1:
+        named = " and ".join(f"`{name}:`" for name in given)
+        yield error("M216", f"{where} names {'both' if len(given) == 2 else 'all of'} "
+                    f"{named}; it runs one of them", invoke.mark_of(given[-1]),
+                    "keep one: `agent:` (a name from interlock.yaml `agents:`), `command:` "
+                    "(an argv) or `machine:` (a built-in spec's name or a spec file)")
+    elif not given:
+        yield error("M216", f"{where} names none of `agent:`, `command:` and `machine:`",
+                    invoke.mark,
+                    "add `agent: <name>` naming one of interlock.yaml `agents:`, "
+                    "`command: [program, arg, ...]`, or `machine: <spec>`")
     elif invoke.command is not None and (not invoke.command or not invoke.command[0].strip()):
         yield error("M216", f"{where} has an empty `command:`", invoke.mark_of("command"),
                     "write the argv as a list, program first, e.g. "
@@ -87,6 +99,32 @@ def _check_runs(invoke: InvokeIR) -> Iterator[Diagnostic]:
                     invoke.mark_of("prompt_file"),
                     "keep one: `prompt:` holds the template, `prompt_file:` names a file "
                     "that holds it")
+    if invoke.machine is not None:
+        for name in ("prompt", "prompt_file"):
+            if getattr(invoke, name) is not None:
+                yield error("M217", f"{where} runs machine {invoke.machine!r}, which takes "
+                            f"no `{name}:`", invoke.mark_of(name),
+                            "a child machine's context comes from `input:`; remove "
+                            f"`{name}:` (its own invokes have their prompts)")
+
+
+def machine_file(name: str) -> bool:
+    """Whether an invoke's ``machine:`` names a spec file rather than a built-in spec."""
+    return name.endswith((".yaml", ".yml")) or "/" in name
+
+
+def _check_machine(ir: MachineIR, invoke: InvokeIR) -> Iterator[Diagnostic]:
+    name = invoke.machine
+    spec_file = Path(ir.file)
+    if name is None or not machine_file(name) or not spec_file.is_file():
+        return
+    path = spec_file.parent / name
+    if not path.is_file():
+        what = "is a folder" if path.is_dir() else "does not exist"
+        yield error("M224", f"machine {name!r} of the invoke of state {invoke.state!r} "
+                    f"{what} ({path})", invoke.mark_of("machine"),
+                    _nearby(path, name) or "`machine:` is a built-in spec's name, or a spec "
+                    f"file relative to the spec file's folder, {spec_file.parent}")
 
 
 def _check_agent(invoke: InvokeIR, agents: Collection[str]) -> Iterator[Diagnostic]:
@@ -250,8 +288,20 @@ def _coactive(ir: MachineIR, a: str, b: str) -> bool:
     return common is not None and ir.states[common].kind is StateKind.PARALLEL
 
 
+def _heard_ids(event: str, ids: list[str], machines: set[str]) -> list[str]:
+    """The invoke ids whose events ``event`` hears: ``done.invoke.<id>`` (and its
+    prefixes), or ``done.invoke.<id>.<final>`` for a machine's."""
+    kind = event.split(".", 1)[0]
+    heard = [i for i in ids if descriptor_matches(event, f"{kind}.invoke.{i}")]
+    if not heard and kind == "done":
+        listened = _listened_id(event) or ""
+        heard = [i for i in ids if listened.startswith(i + ".") and i in machines]
+    return heard
+
+
 def _check_listeners(ir: MachineIR) -> Iterator[Diagnostic]:
     ids = list(dict.fromkeys(invoke.id for invoke in _invokes(ir)))
+    machines = {invoke.id for invoke in _invokes(ir) if invoke.machine is not None}
     invokers: dict[str, list[str]] = {}
     for invoke in _invokes(ir):
         invokers.setdefault(invoke.id, []).append(invoke.state)
@@ -265,11 +315,18 @@ def _check_listeners(ir: MachineIR) -> Iterator[Diagnostic]:
             invoke_id = _listened_id(event)
             if invoke_id is None:
                 continue
-            heard = [i for i in ids
-                     if descriptor_matches(event, f"{event.split('.', 1)[0]}.invoke.{i}")]
+            heard = _heard_ids(event, ids, machines)
             if heard:
                 yield from _check_heard(ir, state.id, event, t.mark_of("event"),
                                         [s for i in heard for s in invokers[i]])
+                continue
+            parent = next((i for i in ids if invoke_id.startswith(i + ".")), None)
+            if parent is not None:
+                yield error("M225", f"state {state.id!r} listens for {event!r}, but invoke "
+                            f"{parent!r} runs an agent or a command: only a child "
+                            "machine's done event carries a final state",
+                            t.mark_of("event"), f"listen for 'done.invoke.{parent}' and "
+                            "read the answer from the event's data")
                 continue
             hint = did_you_mean(invoke_id, ids) or (
                 f"the invoke ids are: {', '.join(ids)}; an id defaults to its state's id"

@@ -100,10 +100,12 @@ class ContextField(Node):
 
 
 class InvokeSpec(Node):
-    """An agent the state runs while it is active (XState's invoke, SCXML's <invoke>).
+    """An agent, a program or a child machine the state runs while it is active (XState's
+    invoke, SCXML's <invoke>).
 
     Started when the state is entered, cancelled when it is left; it reports back with
-    ``done.invoke.<id>`` (finished) or ``error.invoke.<id>`` (failed).
+    ``done.invoke.<id>`` (finished; a machine's carries its final state,
+    ``done.invoke.<id>.<final state>``) or ``error.invoke.<id>`` (failed).
     """
 
     id: str | None = Field(
@@ -113,11 +115,17 @@ class InvokeSpec(Node):
     agent: str | None = Field(
         default=None,
         description="The agent to run: a name from the `agents:` of interlock.yaml. "
-        "Exactly one of agent and command.")
+        "Exactly one of agent, command and machine.")
     command: list[str] | None = Field(
         default=None,
         description="The program to run, as an argv list (program first), instead of an "
-        "agent. Exactly one of agent and command.")
+        "agent. Exactly one of agent, command and machine.")
+    machine: str | None = Field(
+        default=None,
+        description="A child machine to run as a session of its own: a built-in spec's name "
+        "or a spec file relative to this spec's folder. `input` is its context; it raises "
+        "done.invoke.<id>.<final state> with its context as `output`. Exactly one of "
+        "agent, command and machine.")
     prompt: str | None = Field(
         default=None,
         description="The prompt: a Jinja2 template (StrictUndefined) rendered from "
@@ -128,8 +136,10 @@ class InvokeSpec(Node):
         "folder. Or prompt.")
     input: dict[str, Any] = Field(
         default_factory=dict,
-        description="Named values handed to the agent and to the prompt as `input`; "
-        "strings in them are Jinja2 templates rendered from `context` and `signals`.")
+        description="Named values handed to the agent and to the prompt as `input` (a child "
+        "machine's context); strings in them are Jinja2 templates rendered from `context`, "
+        "and a string that is one `{{ expression }}` alone gives the expression's value "
+        "(a list, a mapping, a number) as it is.")
     timeout: str | None = Field(
         default=None,
         description="How long it may run before error.invoke.<id>: a duration (90, 30s, "

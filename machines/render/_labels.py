@@ -75,13 +75,16 @@ def wrap_description(text: str | None) -> list[str]:
 
 
 def invoke_text(invoke: InvokeIR, esc: Escape = _same) -> str:
-    """``invoke / agent executor`` or ``invoke / command sh``; the id when it is not the
-    state's (``invoke review / agent reviewer``), since done/error events carry it."""
+    """``invoke / agent executor``, ``invoke / command sh`` or ``invoke / machine m``; the
+    id when it is not the state's (``invoke review / agent reviewer``), since done/error
+    events carry it."""
     head = "invoke" if invoke.id == invoke.state else f"invoke {esc(invoke.id)}"
     if invoke.agent is not None:
         return f"{head} / agent {esc(invoke.agent)}"
     if invoke.command:
         return f"{head} / command {esc(invoke.command[0])}"
+    if invoke.machine is not None:
+        return f"{head} / machine {esc(invoke.machine)}"
     return f"{head} / ?"
 
 

@@ -6,6 +6,10 @@ input, whose string values are rendered first, as templates of their own over ``
 and ``signals``), ``signals`` (a list of ``{type, message, ...}`` mappings) and
 ``signal_text`` (those signals as ``TYPE: message`` lines, the form the demo agents read).
 
+A string of the input that is one ``{{ expression }}`` alone gives the expression's value as
+it is (a list stays a list), so ``task: "{{ context.current_task }}"`` hands a mapping on;
+any other string is rendered as text.
+
 The environment is sandboxed and strict: a missing variable is a :class:`PromptError`
 naming the variable and the place (``prompt.j2:3`` or, for an inline prompt, the spec mark
 given as ``origin`` moved down by the template line), never an empty string. A prompt that
@@ -31,6 +35,7 @@ from interlock.machines.diagnostics import Mark, SpecError, error
 CODE_PROMPT = "A510"
 _UNDEFINED = re.compile(r"^'([^']+)' is undefined$")
 _NO_ATTRIBUTE = re.compile(r"has no attribute '([^']+)'$")
+_ALONE = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}|\{\{|\{%|\{#).)*)\}\}$", re.DOTALL)
 
 
 class PromptError(SpecError):
@@ -106,15 +111,52 @@ def _render(source: str, name: str, variables: Mapping[str, Any],
         raise PromptError(f"{what}: {exc}", mark) from None
 
 
+def _evaluate(expression: str, variables: Mapping[str, Any], origin: Mark | str | None,
+              what: str) -> Any:
+    """The value of one Jinja2 expression (``{{ expression }}`` alone in an input string)."""
+    env = _environment()
+    try:
+        value = env.compile_expression(expression, undefined_to_none=False)(**variables)
+    except jinja2.TemplateSyntaxError as exc:
+        raise PromptError(f"{what}: template syntax error: {exc.message}",
+                          _place(origin, what, exc.lineno)) from None
+    except jinja2.UndefinedError as exc:
+        text = str(exc)
+        m = _UNDEFINED.match(text) or _NO_ATTRIBUTE.search(text)
+        variable = m.group(1) if m else None
+        label = f"undefined variable {variable!r}" if variable else text
+        raise PromptError(f"{what}: {label} ({text})", _place(origin, what, None),
+                          variable) from None
+    except jinja2.TemplateError as exc:
+        raise PromptError(f"{what}: {exc}", _place(origin, what, None)) from None
+    if isinstance(value, jinja2.Undefined):  # e.g. a missing item of a mapping
+        raise PromptError(f"{what}: {expression.strip()} is undefined",
+                          _place(origin, what, None))
+    return value
+
+
 def _render_input(value: Any, variables: Mapping[str, Any], origin: Mark | str | None,
                   key: str) -> Any:
     if isinstance(value, str):
+        alone = _ALONE.match(value.strip())
+        if alone is not None:
+            return _evaluate(alone.group("expr"), variables, origin, f"input.{key}")
         return _render(value, f"input.{key}", variables, origin, f"input.{key}")
     if isinstance(value, Mapping):
         return {k: _render_input(v, variables, origin, f"{key}.{k}") for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_render_input(v, variables, origin, f"{key}.{i}") for i, v in enumerate(value)]
     return value
+
+
+def render_input(input: Mapping[str, Any], *, context: Mapping[str, Any],
+                 signals: Sequence[Mapping[str, Any]] = (),
+                 origin: Mark | str | None = None) -> dict[str, Any]:
+    """An invoke's ``input`` rendered over ``context`` and ``signals`` (a child machine's
+    context). Raises :class:`PromptError`."""
+    base = {"context": dict(context), "signals": [dict(s) for s in signals],
+            "signal_text": signal_lines(signals)}
+    return {key: _render_input(value, base, origin, str(key)) for key, value in input.items()}
 
 
 def render_prompt(template: str | Path, *, context: Mapping[str, Any],
@@ -126,8 +168,8 @@ def render_prompt(template: str | Path, *, context: Mapping[str, Any],
     spec (a Mark or ``FILE:LINE[:COL]``). Raises :class:`PromptError`."""
     base = {"context": dict(context), "signals": [dict(s) for s in signals],
             "signal_text": signal_lines(signals)}
-    rendered_input = {key: _render_input(value, base, origin, str(key))
-                      for key, value in (input or {}).items()}
+    rendered_input = render_input(input or {}, context=context, signals=signals,
+                                  origin=origin)
     variables = {**base, "input": rendered_input}
     where: Mark | str | None = None
     if isinstance(template, Path):

@@ -312,14 +312,15 @@ async def start(
     if demo and builtin is not None:
         context = {**builtin.demo_context, **(context or {})}
     port = SessionPort()
-    bound = _in_session(_bindings_for(builtin, bindings, text, path, allow_unbound, demo,
-                                      session_id, base, on_note, port), session_id, base)
+    raw = _bindings_for(builtin, bindings, text, path, allow_unbound, demo, session_id, base,
+                        on_note, port)
+    bound = _in_session(raw, session_id, base)
     with opened_store(store, base) as opened:
         await asyncio.to_thread(_reap, opened, on_note)
         with translated():
             runner, opened_as = await asyncio.to_thread(
                 Runner.open, opened, text, path, session_id=session_id, bindings=bound,
-                context=context, migrate=migrate, **_invokes(base, session_id))
+                context=context, migrate=migrate, **_invokes(base, session_id, raw, demo))
         verb = "started" if opened_as.created else "resumed"
         if on_note is not None:
             on_note(f"session {runner.session_id} {verb} [{', '.join(runner.session.active)}] "
@@ -335,13 +336,17 @@ async def start(
             await _end_beside(beside)
 
 
-def _invokes(root: Path, session_id: str) -> dict[str, Any]:
+def _invokes(root: Path, session_id: str, bindings: Bindings,
+             demo: bool = False) -> dict[str, Any]:
     """What ``invoke:`` states need (docs/invoke.md): the session folder their agents spool
-    into, and the resolver of ``agent:`` names (``interlock.yaml``, else the demo roles)."""
+    into, the resolver of ``agent:`` names (``interlock.yaml``, else the demo roles) and
+    that of ``machine:`` names (built-in specs, spec files run with ``bindings``)."""
+    from interlock.runtime.api.machines import machine_resolver
     from interlock.runtime.engine.invoke_agents import agent_resolver
     from interlock.runtime.signals.session_feed import session_dir
 
-    return {"folder": session_dir(root, session_id), "agents": agent_resolver(root)}
+    return {"folder": session_dir(root, session_id), "agents": agent_resolver(root),
+            "machines": machine_resolver(root, bindings, demo=demo)}
 
 
 def _bindings_for(builtin: Builtin | None, bindings: BindingsArg, text: str, path: str,
@@ -445,13 +450,13 @@ async def resume(
             raise Conflict(f"session {session_id!r} is {row.status}; nothing to resume")
         builtin = builtin_for(row.spec_name) if is_builtin_spec(Path(row.spec_path)) else None
         port = SessionPort()
-        bound = _in_session(_bindings_for(builtin, bindings, row.spec_text, row.spec_path,
-                                          allow_unbound, False, session_id, base, on_note,
-                                          port), session_id, base)
+        raw = _bindings_for(builtin, bindings, row.spec_text, row.spec_path, allow_unbound,
+                            False, session_id, base, on_note, port)
+        bound = _in_session(raw, session_id, base)
         with translated():
             runner, _ = await asyncio.to_thread(
                 Runner.open, opened, None, row.spec_path, session_id=session_id,
-                bindings=bound, retry=retry, **_invokes(base, session_id))
+                bindings=bound, retry=retry, **_invokes(base, session_id, raw))
         if on_note is not None:
             on_note(f"session {session_id} resumed [{', '.join(runner.session.active)}]")
         inbox = attach_inbox(runner, store, base, on_note)

@@ -18,7 +18,9 @@ starts exactly one new one, ``fail`` stops it and raises ``error.invoke.<id>`` w
 reason ``runner_lost``. See docs/invoke.md.
 
 ``agent:`` invokes go through an :data:`AgentResolver` the caller passes in (the seam to
-``runtime/agents``); ``command:`` invokes need none.
+``runtime/agents``); ``command:`` invokes need none. ``machine:`` invokes run a child
+session through a :data:`~interlock.runtime.engine.invoke_machine.MachineResolver`
+(:mod:`interlock.runtime.engine.invoke_machine`).
 """
 
 from __future__ import annotations
@@ -36,16 +38,36 @@ from typing import Any
 from interlock.machines.durations import parse_duration
 from interlock.machines.ir import InvokeIR, MachineIR, OnResume
 from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
-from interlock.runtime.agents.prompts import PromptError, render_prompt
+from interlock.runtime.agents.prompts import PromptError, render_input, render_prompt
 from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.dispatch.polling import AgentCommand
 from interlock.runtime.dispatch.process import SpawnOptions
 from interlock.runtime.dispatch.result import DispatchResult
 from interlock.runtime.engine.clock import Clock
+from interlock.runtime.engine.invoke_machine import (
+    MACHINE_ARGV,
+    ChildEnd,
+    ChildRun,
+    ChildSetup,
+    MachineError,
+    MachineRequest,
+    MachineResolver,
+    child_session_id,
+    is_machine,
+)
 from interlock.runtime.engine.invoke_process import Spool, SpooledAgent, SpooledDispatch, stop_group
-from interlock.runtime.store.base import InvocationRecord, Store
+from interlock.runtime.host.owners import default_owner
+from interlock.runtime.store.base import (
+    InvocationRecord,
+    JournalEntry,
+    SessionNotFound,
+    StaleSession,
+    Store,
+)
 
-REASONS = ("spawn_error", "exit_nonzero", "timeout", "invalid_answer", "runner_lost")
+REASONS = ("spawn_error", "exit_nonzero", "timeout", "invalid_answer", "runner_lost",
+           "machine_failed", "machine_cancelled")
+CHILD_WAIT = 60.0  # longest wait for a child machine's runner to stop after a cancel
 START_WAIT = 10.0  # longest wait for an agent's process to be started and recorded
 
 
@@ -86,8 +108,9 @@ class InvokeNote:
 class _Flight:
     record: InvocationRecord
     invoke: InvokeIR
-    task: asyncio.Future[DispatchResult] | None = None
+    task: asyncio.Future[Any] | None = None  # DispatchResult, or a child's ChildEnd
     dispatch: SpooledDispatch | None = None
+    child: ChildRun | None = None  # a machine invoke's child session
     finished: bool = False
     started: threading.Event = field(default_factory=threading.Event)
 
@@ -100,7 +123,9 @@ class Invoker:
     def __init__(self, store: Store, session_id: str, ir: MachineIR, *, spec_path: str,
                  folder: Path, clock: Clock, wake: Callable[[], None],
                  config: PollingConfiguration | None = None,
-                 resolver: AgentResolver | None = None) -> None:
+                 resolver: AgentResolver | None = None,
+                 machines: MachineResolver | None = None,
+                 owner: str | None = None) -> None:
         self.store = store
         self.session_id = session_id
         self.ir = ir
@@ -110,6 +135,10 @@ class Invoker:
         self.wake = wake
         self.config = config or PollingConfiguration()
         self.resolver = resolver
+        self.machines = machines
+        self.spec_path = spec_path
+        self._children = ChildSetup(store, clock, owner or default_owner(), resolver,
+                                    machines, config)
         self._flights: dict[str, _Flight] = {}  # invoke id -> the current invocation
         self._lock = threading.RLock()  # reconcile/recover/shutdown, one at a time
         self._settling = threading.Lock()  # a flight's finished flag
@@ -171,7 +200,7 @@ class Invoker:
                     continue
                 if invoke is None or record.state not in active_set \
                         or record.invoke in self._flights:
-                    self._stop_left(record)
+                    self._stop_left(record, "its state was left")
                     self.store.end_invocation(record.id, "cancelled", None, now)
                     notes.append(self._note("cancelled", record, "its state was left"))
                     continue
@@ -182,6 +211,12 @@ class Invoker:
                 context: Mapping[str, Any]) -> list[InvokeNote]:
         mode = invoke.on_resume
         now = self.clock.now()
+        if mode is OnResume.ADOPT and is_machine(record):
+            flight = _Flight(record, invoke)
+            self._flights[invoke.id] = flight
+            self._launch_child(flight, context)
+            return [self._note("adopted", record,
+                               f"child session {child_session_id(self.session_id, record.spool)}")]
         if mode is OnResume.ADOPT and record.pid is not None and record.start_ticks:
             flight = _Flight(record, invoke)
             self._flights[invoke.id] = flight
@@ -192,7 +227,8 @@ class Invoker:
             self._launch(flight, None, context, read=read, config=config,
                          adopt=(record.pid, record.start_ticks))
             return [self._note("adopted", record, f"pid {record.pid}")]
-        self._stop_left(record)
+        self._stop_left(record, "its runner died (on_resume: "
+                        f"{'fail' if mode is OnResume.FAIL else 'restart'})")
         if mode is OnResume.FAIL:
             self.store.end_invocation(record.id, "lost", "runner_lost", now)
             self._flights[invoke.id] = _Flight(record, invoke, finished=True)
@@ -202,7 +238,13 @@ class Invoker:
         return [self._note("lost", record, "on_resume: restart"),
                 self._start(invoke, context, kind="restarted")]
 
-    def _stop_left(self, record: InvocationRecord) -> None:
+    def _stop_left(self, record: InvocationRecord, why: str) -> None:
+        """Stop what a dead runner left of an invocation: its agent's process group, or
+        its child machine's session (cancelled, with that session's own invocations)."""
+        if is_machine(record):
+            cancel_offline(self.store, child_session_id(self.session_id, record.spool),
+                           why, self.clock.now(), grace=self.config.terminate_grace)
+            return
         stop_group(record.pid, record.start_ticks, record.id, self.config.terminate_grace,
                    time.sleep)
 
@@ -216,6 +258,8 @@ class Invoker:
         invocation_id = uuid.uuid4().hex
         seq = len(self.store.invocations(self.session_id)) + 1
         spool = self.folder / f"{seq:04d}-{invoke.id}"
+        if invoke.machine is not None:
+            return self._start_machine(invoke, context, kind, invocation_id, spool)
         try:
             command, read, config = self._command(invoke, context)
             argv = command.argv
@@ -236,6 +280,78 @@ class Invoker:
         self._launch(flight, command, context, read=read, config=config)
         flight.started.wait(START_WAIT)
         return self._note(kind, flight.record)
+
+    # -- child machines ---------------------------------------------------------------
+
+    def _start_machine(self, invoke: InvokeIR, context: Mapping[str, Any], kind: str,
+                       invocation_id: str, spool: Path) -> InvokeNote:
+        assert invoke.machine is not None
+        record = InvocationRecord(
+            id=invocation_id, session_id=self.session_id, invoke=invoke.id,
+            state=invoke.state, argv=(MACHINE_ARGV, invoke.machine), spool=str(spool),
+            started_at=self.clock.now())
+        self.store.record_invocation(record)
+        flight = _Flight(record, invoke)
+        self._flights[invoke.id] = flight
+        error = self._launch_child(flight, context)
+        if error is not None:
+            return self._note(kind, record, f"spawn_error: {error}")
+        flight.started.wait(START_WAIT)
+        return self._note(kind, record,
+                          f"child session {child_session_id(self.session_id, str(spool))}")
+
+    def _launch_child(self, flight: _Flight, context: Mapping[str, Any]) -> str | None:
+        """Run (create, or resume) the flight's child session on the invoker's loop; the
+        error when it cannot start (delivered as ``spawn_error``)."""
+        record, invoke = flight.record, flight.invoke
+        try:
+            if self.machines is None:
+                raise MachineError(f"no machine resolver for machine {invoke.machine!r}")
+            child = self.machines(MachineRequest(
+                str(invoke.machine), self.spec_path,
+                child_session_id(self.session_id, record.spool), Path(record.spool)))
+            input_context = render_input(invoke.input, context=context)
+        except (MachineError, PromptError) as exc:
+            message = f"invoke {invoke.id!r}: machine {invoke.machine!r}: {exc}"
+            flight.finished = True
+            self.store.end_invocation(record.id, "error", "spawn_error", self.clock.now())
+            self._deliver(record, invoke, _spawn_error_data(record, message), "spawn_error")
+            return message
+        timeout = self._timeout(invoke, context)
+        if timeout is not None:
+            timeout -= max(0.0, self.clock.now() - record.started_at)
+        run = ChildRun(self._children, child, child_session_id(self.session_id, record.spool),
+                       Path(record.spool), input_context, timeout,
+                       on_open=flight.started.set)
+        flight.child = run
+
+        def schedule() -> None:
+            task = self._loop.create_task(run.run())
+            flight.task = task
+            task.add_done_callback(lambda t: self._child_finished(flight, t))
+
+        self._loop.call_soon_threadsafe(schedule)
+        return None
+
+    def _child_finished(self, flight: _Flight, task: asyncio.Future[ChildEnd]) -> None:
+        """On the invoker's loop: report how the child ended, unless a cancel came first."""
+        flight.started.set()
+        if task.cancelled() or not self._settle(flight):
+            return
+        error = task.exception()
+        record = flight.record
+        if error is not None:
+            message = f"child machine {flight.invoke.machine!r}: {type(error).__name__}: {error}"
+            data = _spawn_error_data(record, message)
+            data.update(reason="machine_failed")
+            self._deliver(record, flight.invoke, data, "machine_failed")
+            return
+        end = task.result()
+        if end.kind == "stopped":  # stopped from outside this invoker: resumable
+            return
+        reason, data = end.event_data(record.id)
+        self._deliver(record, flight.invoke, data, reason,
+                      suffix=end.state if reason is None else None)
 
     def _command(self, invoke: InvokeIR, context: Mapping[str, Any]
                  ) -> tuple[AgentCommand, Callable[[str], AgentOutput] | None,
@@ -349,8 +465,10 @@ class Invoker:
             return True
 
     def _deliver(self, record: InvocationRecord, invoke: InvokeIR, data: dict[str, Any],
-                 reason: str | None) -> None:
+                 reason: str | None, suffix: str | None = None) -> None:
         event = invoke.done_event if reason is None else invoke.error_event
+        if suffix:  # a child machine's final state: done.invoke.<id>.<final>
+            event = f"{event}.{suffix}"
         self.store.offer(self.session_id, event, data, self.clock.now(), key=record.id)
         self.wake()
 
@@ -363,6 +481,8 @@ class Invoker:
         ``deferred``: write the outcome off the caller's path (a step's reconcile)."""
         if not self._settle(flight):
             return []
+        if flight.child is not None:
+            return self._cancel_child(flight, outcome_kind, deferred=deferred)
         if outcome_kind == "detached" and flight.dispatch is not None:
             flight.dispatch.detached = True
 
@@ -390,6 +510,40 @@ class Invoker:
         else:
             self.store.end_invocation(record_id, outcome_kind, None, now)
         return [self._note(outcome_kind, flight.record)]
+
+    def _cancel_child(self, flight: _Flight, outcome_kind: str, *,
+                      deferred: bool) -> list[InvokeNote]:
+        """End a child machine's flight: ``cancelled`` cancels its session; ``interrupted``
+        and ``detached`` only stop its runner, leaving the session and the invocation in
+        flight for a resumed parent to adopt."""
+        child = flight.child
+        assert child is not None
+        flight.started.wait(START_WAIT)
+        if outcome_kind == "cancelled":
+            child.cancel(f"the parent session {self.session_id} left state "
+                         f"{flight.record.state!r}")
+        else:
+            child.stop(detach=outcome_kind == "detached")
+
+        async def wait() -> None:
+            task = flight.task
+            if task is not None:
+                await asyncio.wait([task])
+
+        with contextlib.suppress(TimeoutError, RuntimeError):
+            asyncio.run_coroutine_threadsafe(wait(), self._loop).result(timeout=CHILD_WAIT)
+        if outcome_kind == "detached":
+            return []
+        if outcome_kind != "cancelled":
+            return [self._note(outcome_kind, flight.record,
+                               f"child session {child.session_id} stopped; resumable")]
+        record_id, now = flight.record.id, self.clock.now()
+        if deferred:
+            self._loop.call_soon_threadsafe(self.store.end_invocation, record_id,
+                                            outcome_kind, None, now)
+        else:
+            self.store.end_invocation(record_id, outcome_kind, None, now)
+        return [self._note(outcome_kind, flight.record, f"child session {child.session_id}")]
 
     def shutdown(self, interrupt: bool = True, *,
                  kind: str = "interrupted") -> list[InvokeNote]:
@@ -425,10 +579,66 @@ def stop_invocations(store: Store, session_id: str, *, at: float, grace: float =
     the rows it ended. Never call it while a live runner holds the session."""
     ended: list[InvocationRecord] = []
     for record in store.invocations(session_id, in_flight=True):
-        stop_group(record.pid, record.start_ticks, record.id, grace, time.sleep)
+        if is_machine(record):
+            cancel_offline(store, child_session_id(session_id, record.spool),
+                           f"its parent session {session_id} was stopped", at, grace=grace)
+        else:
+            stop_group(record.pid, record.start_ticks, record.id, grace, time.sleep)
         if store.end_invocation(record.id, outcome_kind, None, at):
             ended.append(record)
     return ended
+
+
+def cancel_offline(store: Store, session_id: str, reason: str, at: float, *,
+                   grace: float = 5.0) -> bool:
+    """Cancel a session no live runner holds (a child machine's, whose parent runner died
+    or left it): its invocations are stopped first (:func:`stop_invocations`, child
+    machines included), then ``cancelled`` is journaled. False when there is no such
+    session, it is over already, or a live runner holds it."""
+    from interlock.runtime.host.owners import owner_is_dead
+
+    try:
+        row = store.get(session_id)
+    except SessionNotFound:
+        return False
+    if row.status in ("finished", "cancelled"):
+        return False
+    holder = store.holder(session_id)
+    dead = holder.owner if holder is not None and owner_is_dead(holder.owner) else None
+    lease = store.acquire(session_id, default_owner("cancel"), 30.0, at, take_from=dead)
+    if lease is None:
+        return False
+    try:
+        stopped = stop_invocations(store, session_id, at=at, grace=grace)
+        note = f"reason: {reason}"
+        if stopped:
+            note += f"; invocations stopped: {', '.join(r.id for r in stopped)}"
+        row = store.get(session_id)
+        active = tuple(row.snapshot.get("configuration") or ())
+        store.commit_step(
+            session_id, expected_seq=row.seq, lease_token=lease.token,
+            entries=[JournalEntry(row.seq + 1, at, "cancelled", before=active, after=active,
+                                  note=note)],
+            snapshot=row.snapshot, status="cancelled", consumed=[], now=at)
+        return True
+    except StaleSession:
+        return False
+    finally:
+        store.release(lease)
+
+
+def child_sessions(store: Store, session_id: str) -> list[str]:
+    """The ids of the child machine sessions a session invoked (that still exist)."""
+    found = []
+    for record in store.invocations(session_id):
+        if is_machine(record):
+            child = child_session_id(session_id, record.spool)
+            try:
+                store.get(child)
+            except SessionNotFound:
+                continue
+            found.append(child)
+    return found
 
 
 def _with_process(record: InvocationRecord, agent: SpooledAgent) -> InvocationRecord:

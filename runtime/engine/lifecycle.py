@@ -13,6 +13,7 @@ Functions here take the store and the time (``now``) and are what the façade
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Callable
@@ -20,11 +21,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from interlock.runtime.engine.errors import SessionError
-from interlock.runtime.engine.invoke import stop_invocations
+from interlock.runtime.engine.invoke import child_sessions, stop_invocations
 from interlock.runtime.engine.runner import LEASE_TTL
 from interlock.runtime.engine.snapshot import Snapshot, SnapshotError
 from interlock.runtime.host.owners import default_owner, owner_is_dead, parse_owner
-from interlock.runtime.store.base import JournalEntry, SessionRow, StaleSession, Store
+from interlock.runtime.store.base import (
+    JournalEntry,
+    SessionNotFound,
+    SessionRow,
+    StaleSession,
+    Store,
+)
 
 SessionStatus = Literal["running", "stopped", "failed", "finished", "cancelled"]
 STATUSES: tuple[SessionStatus, ...] = ("running", "stopped", "failed", "finished", "cancelled")
@@ -165,7 +172,7 @@ def remove(store: Store, session_id: str, now: float, *, force: bool = False) ->
     the status it had. A running one is refused (SessionRunning) unless ``force``: its
     runner then finds the session gone, stops its child processes and ends with a
     ``removed`` outcome. A session no runner holds has the invoked agents its dead runner
-    left stopped first."""
+    left stopped first. The child machine sessions it invoked are removed with it."""
     info = status_of(store, store.get(session_id), now)
     if info.status == "running" and not force:
         where = f"pid {info.pid} on {info.host}" if info.host != socket.gethostname() \
@@ -174,5 +181,8 @@ def remove(store: Store, session_id: str, now: float, *, force: bool = False) ->
                              "first, or remove it with --force (force=True from Python)")
     if info.status != "running":
         stop_invocations(store, session_id, at=now)
+    for child in child_sessions(store, session_id):
+        with contextlib.suppress(SessionNotFound):
+            remove(store, child, now, force=True)  # its runner, if any, is its parent's
     store.delete(session_id)
     return info

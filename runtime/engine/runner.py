@@ -54,6 +54,7 @@ from interlock.runtime.engine.faults import (
     guard_bindings,
 )
 from interlock.runtime.engine.invoke import AgentResolver, InvokeNote, Invoker
+from interlock.runtime.engine.invoke_machine import MachineResolver
 from interlock.runtime.engine.session import MAX_TIMER_STEPS, Session, SessionError, Step
 from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.host.owners import default_owner, owner_is_dead
@@ -157,6 +158,10 @@ class Runner:
         self._wake_loop: asyncio.AbstractEventLoop | None = None
         self.invoker: Invoker | None = None  # set when the spec has invoke: states
         self._invoke_notes: list[InvokeNote] = []  # from a stop, not journaled yet
+        # A child machine's runner (an invoke's session, in its parent runner's process)
+        # never signals the process's other children: they are its parent's and siblings'.
+        self.owns_processes = True
+        self._asked: CancelRequest | None = None  # Runner.cancel, for a child session
 
     # -- opening ----------------------------------------------------------------------
 
@@ -178,6 +183,8 @@ class Runner:
         folder: Path | None = None,
         agents: AgentResolver | None = None,
         invoke_config: PollingConfiguration | None = None,
+        machines: MachineResolver | None = None,
+        child: bool = False,
     ) -> tuple[Runner, Opened]:
         """Create the session (when new) or resume it, holding its lease.
 
@@ -195,15 +202,19 @@ class Runner:
         Invokes (docs/invoke.md): ``folder`` is the session folder (default
         ``.interlock/sessions/<id>`` beside a SQLite store, else under the working
         folder) where agents' output is spooled; ``agents`` resolves ``agent:`` invokes;
-        ``invoke_config`` is their dispatch settings. The active states' invokes start
-        (or, on resume, are adopted, restarted or failed) before this returns.
+        ``invoke_config`` is their dispatch settings; ``machines`` resolves ``machine:``
+        invokes (docs/invoke.md, child machines). The active states' invokes start (or, on
+        resume, are adopted, restarted or failed) before this returns. ``child``: this is a
+        child machine's session, run in its parent runner's process (it never signals the
+        process's other children).
         """
         runner, opened = cls._open(store, spec_text, spec_path, session_id=session_id,
                                    bindings=bindings, clock=clock, context=context,
                                    owner=owner, ttl=ttl, migrate=migrate, retry=retry)
+        runner.owns_processes = not child
         if runner.session.ir.invokes:
             try:
-                runner._start_invoker(folder, agents, invoke_config,
+                runner._start_invoker(folder, agents, invoke_config, machines,
                                       resumed=not opened.created)
             except BaseException:
                 runner.close()
@@ -471,6 +482,13 @@ class Runner:
             raise SessionClosed(f"session {self.session_id!r} is {outcome.kind}; "
                                 "it takes no more events here")
 
+    def cancel(self, reason: str | None = None) -> None:
+        """Cancel the session from the runner's own side (thread-safe): ``run`` stops its
+        agents, journals ``cancelled`` and returns, as for a request in the store. A parent
+        cancels a child machine's session this way when it leaves the invoking state."""
+        self._asked = CancelRequest(reason, self.clock.now())
+        self.wake()
+
     def wake(self) -> None:
         """Look at the inbox now instead of at the next poll (thread-safe; for a signal
         consumer that has just queued an event)."""
@@ -507,7 +525,7 @@ class Runner:
         except (SessionGone, SessionNotFound):  # any read of a deleted session
             await asyncio.to_thread(self._stop_invoker, "cancelled")
             self._invoke_notes.clear()  # nowhere to journal them
-            await asyncio.to_thread(stop_descendants, CHILD_GRACE)
+            await asyncio.to_thread(self._stop_children)
             self.outcome = RunOutcome("removed", reason=str(self._gone()))
             return self.outcome
         finally:
@@ -557,9 +575,16 @@ class Runner:
                 if request is not None:
                     self._cancel = request
                     await asyncio.to_thread(self._stop_invoker, "cancelled")
-                    await asyncio.to_thread(stop_descendants, CHILD_GRACE)
+                    await asyncio.to_thread(self._stop_children)
+
+    def _stop_children(self) -> list[int]:
+        """Stop every child process of this process, unless this runner shares it (a
+        child machine's runner)."""
+        return stop_descendants(CHILD_GRACE) if self.owns_processes else []
 
     def _cancel_request(self) -> CancelRequest | None:
+        if self._asked is not None:
+            return self._asked
         try:
             return self.store.cancel_request(self.session_id)
         except SessionNotFound:
@@ -569,7 +594,7 @@ class Runner:
         """Stop the invoked agents and the children, disarm the timers, journal
         ``cancelled``, let the lease go."""
         self._stop_invoker("cancelled")
-        stopped = stop_descendants(CHILD_GRACE)
+        stopped = self._stop_children()
         disarmed = [t.event for t in self.session.timers]
         for event in disarmed:
             self.session.drop_timer(event)
@@ -596,12 +621,13 @@ class Runner:
                 waiter.cancel()
             wake.clear()
 
-    def close(self) -> None:
+    def close(self, *, detach: bool = False) -> None:
         """Stop the agents still running (journaled ``interrupted``), give up the lease.
-        A runner that lost its lease leaves the agents to the runner that took over."""
+        A runner that lost its lease leaves the agents to the runner that took over, and so
+        does one closed with ``detach`` (a child machine's, whose parent lost its lease)."""
         if self.invoker is not None:
             invoker, self.invoker = self.invoker, None
-            ours = self.outcome is None and self._holds_lease()
+            ours = self.outcome is None and not detach and self._holds_lease()
             notes = invoker.shutdown(interrupt=ours)
             if ours:
                 with contextlib.suppress(SessionError, StoreError):
@@ -625,11 +651,13 @@ class Runner:
         return invoker.in_flight() if invoker is not None else []
 
     def _start_invoker(self, folder: Path | None, agents: AgentResolver | None,
-                       config: PollingConfiguration | None, *, resumed: bool) -> None:
+                       config: PollingConfiguration | None, machines: MachineResolver | None,
+                       *, resumed: bool) -> None:
         self.invoker = Invoker(
             self.store, self.session_id, self.session.ir, spec_path=self.spec_path,
             folder=folder or _session_folder(self.store, self.session_id), clock=self.clock,
-            wake=self.wake, config=config, resolver=agents)
+            wake=self.wake, config=config, resolver=agents, machines=machines,
+            owner=self.lease.owner)
         active, context = self.session.active, self.session.context
         self._journal(self.invoker.recover(active, context) if resumed
                       else self.invoker.reconcile(active, context))
@@ -763,9 +791,10 @@ def _compile(spec_text: str, spec_path: str, bindings: Bindings | None) -> Compi
 
 
 def _invoke_of(event: str) -> str | None:
-    """The invoke id of a ``done.invoke.<id>`` / ``error.invoke.<id>`` event."""
+    """The invoke id of a ``done.invoke.<id>`` / ``error.invoke.<id>`` event (a child
+    machine's done event adds its final state: ``done.invoke.<id>.<final>``)."""
     prefix = next((p for p in _INVOKE_EVENTS if event.startswith(p)), None)
-    return event[len(prefix):] if prefix is not None else None
+    return event[len(prefix):].split(".", 1)[0] if prefix is not None else None
 
 
 def _session_folder(store: Store, session_id: str) -> Path:

@@ -43,3 +43,32 @@ def test_run_drives_an_agent_invoke_and_a_command_invoke_to_a_final_state(
     assert (tmp_path / "T1.md").is_file()  # the executor role wrote its task's file
     assert check["invocation"] == invoked[1]["data"]["invocation"]
     assert check["answer"] == {"v": "checked"}
+
+
+NESTED = TESTS / "support" / "invoke" / "e2e"
+
+
+def test_run_drives_a_child_machine_and_rm_removes_it_with_its_parent(
+        cli: Cli, tmp_path: Path) -> None:
+    shutil.copytree(NESTED, tmp_path / "specs")
+    assert cli("validate", "specs/nested.yaml", cwd=tmp_path).returncode == 0
+    run = cli("run", "specs/nested.yaml", "--session", "p", "--no-signals", cwd=tmp_path,
+              timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "session p finished in [done]" in run.stdout + run.stderr
+    log = cli("log", "p", "--json", cwd=tmp_path)
+    entries = [json.loads(line) for line in log.stdout.splitlines() if line.strip()]
+    [invoked] = [e for e in entries if e["kind"] == "invoked"]
+    assert invoked["data"]["argv"] == ["machine", "steps/check.yaml"]
+    [done] = [e for e in entries if e["kind"] == "event"]
+    assert done["event"] == "done.invoke.step.checked"
+    assert done["data"]["session"] == "p.0001-step"
+    assert done["data"]["output"]["task"] == {"id": "T1", "title": "write the parser"}
+    child = cli("log", "p.0001-step", "--json", cwd=tmp_path)
+    events = [json.loads(line) for line in child.stdout.splitlines() if line.strip()]
+    [answer] = [e for e in events if e["kind"] == "event"]
+    assert answer["data"]["answer"] == {"v": "checked T1"}
+    listed = cli("sessions", cwd=tmp_path).stdout
+    assert "p.0001-step" in listed
+    assert cli("rm", "p", cwd=tmp_path).returncode == 0
+    assert cli("status", "p.0001-step", cwd=tmp_path).returncode != 0  # removed with it

@@ -885,7 +885,9 @@ def test_a_crew_with_invokes_is_clean() -> None:
 
 @pytest.mark.parametrize(("invoke", "found", "words"), [
     ("{agent: x, command: [sh]}", [("M216", 5, 33)], "both `agent:` and `command:`"),
-    ("{prompt: hi}", [("M216", 5, 5)], "neither `agent:` nor `command:`"),
+    ("{agent: x, command: [sh], machine: m}", [("M216", 5, 48)],
+     "all of `agent:` and `command:` and `machine:`"),
+    ("{prompt: hi}", [("M216", 5, 5)], "none of `agent:`, `command:` and `machine:`"),
     ("{command: []}", [("M216", 5, 23)], "empty `command:`"),
     ("{command: ['']}", [("M216", 5, 23)], "empty `command:`"),
 ])
@@ -894,6 +896,21 @@ def test_an_invoke_runs_exactly_one_agent_or_command(
 ) -> None:
     assert codes(invoking(invoke)) == found
     assert words in of("M216", invoking(invoke))[0].message
+
+
+def test_a_machine_takes_input_not_a_prompt() -> None:
+    [d] = of("M217", invoking("{machine: child, prompt: hi}"))
+    assert "takes no `prompt:`" in d.message and d.hint and "input:" in d.hint
+    assert codes(invoking("{machine: child, input: {task: '{{ context.x }}'}}")) == []
+
+
+def test_a_machine_file_is_resolved_from_the_spec_folder(tmp_path: Path) -> None:
+    (tmp_path / "steps").mkdir()
+    (tmp_path / "steps" / "review.yaml").write_text("machine: r\n")
+    assert lint(load(_spec_file(tmp_path, "{machine: steps/review.yaml}"))) == []
+    [d] = lint(load(_spec_file(tmp_path, "{machine: steps/reveiw.yaml}")))
+    assert d.code == "M224" and d.hint == "did you mean 'steps/review.yaml'?"
+    assert lint(load(_spec_file(tmp_path, "{machine: ralph_subagent}"))) == []  # built-in
 
 
 def test_prompt_and_prompt_file_exclude_each_other() -> None:
