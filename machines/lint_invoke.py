@@ -8,7 +8,8 @@ M217   both ``prompt`` and ``prompt_file``, or either with ``machine`` (a child 
        takes ``input``, not a prompt)
 M218   ``prompt_file`` missing or unreadable (relative to the spec file's folder;
        not checked for a spec loaded from text)
-M219   Jinja2 syntax error in ``prompt``, the ``prompt_file``, or an ``input`` string
+M219   Jinja2 syntax error in ``prompt``, the ``prompt_file``, an ``input`` string, or a
+       templated ``agent`` name or ``command`` item
 M220   ``done.invoke.<id>`` / ``error.invoke.<id>`` listened for where no state
        invokes ``<id>``
 M221   two states invoke under one id
@@ -53,6 +54,7 @@ def check_invokes(ir: MachineIR, agents: Collection[str] | None = None) -> Itera
         yield from _check_runs(invoke)
         yield from _check_prompt(ir, invoke)
         yield from _check_machine(ir, invoke)
+        yield from _check_templated_names(invoke)
         yield from _check_input(invoke)
         if agents is not None:
             yield from _check_agent(invoke, agents)
@@ -128,8 +130,8 @@ def _check_machine(ir: MachineIR, invoke: InvokeIR) -> Iterator[Diagnostic]:
 
 
 def _check_agent(invoke: InvokeIR, agents: Collection[str]) -> Iterator[Diagnostic]:
-    if invoke.agent is None or invoke.agent in agents:
-        return
+    if invoke.agent is None or invoke.agent in agents or _is_template(invoke.agent):
+        return  # a templated name is known only when the invoke starts
     known = sorted(agents)
     hint = did_you_mean(invoke.agent, known) or (
         f"the agents of interlock.yaml are: {', '.join(known)}" if known
@@ -212,6 +214,21 @@ def _nearby(path: Path, name: str) -> str | None:
         return None
     spelled = {str(Path(name).parent / n): n for n in names}
     return did_you_mean(name, spelled)
+
+
+def _is_template(text: str) -> bool:
+    return "{{" in text or "{%" in text
+
+
+def _check_templated_names(invoke: InvokeIR) -> Iterator[Diagnostic]:
+    """An ``agent:`` name and ``command:`` items may be templates over the context."""
+    if invoke.agent is not None and _is_template(invoke.agent):
+        yield from _syntax(invoke.agent, invoke.mark_of("agent"),
+                           f"the agent name of the invoke of state {invoke.state!r}")
+    for item in invoke.command or ():
+        if _is_template(item):
+            yield from _syntax(item, invoke.mark_of("command"),
+                               f"the command of the invoke of state {invoke.state!r}")
 
 
 def _check_input(invoke: InvokeIR) -> Iterator[Diagnostic]:

@@ -114,12 +114,14 @@ class InvokeSpec(Node):
         "unique in the machine. Default: the state's id.")
     agent: str | None = Field(
         default=None,
-        description="The agent to run: a name from the `agents:` of interlock.yaml. "
-        "Exactly one of agent, command and machine.")
+        description="The agent to run: a name from the `agents:` of interlock.yaml (or a "
+        "Jinja2 template over `context` giving one). Exactly one of agent, command and "
+        "machine.")
     command: list[str] | None = Field(
         default=None,
         description="The program to run, as an argv list (program first), instead of an "
-        "agent. Exactly one of agent, command and machine.")
+        "agent; an item may be a Jinja2 template over `context`. Exactly one of agent, "
+        "command and machine.")
     machine: str | None = Field(
         default=None,
         description="A child machine to run as a session of its own: a built-in spec's name "

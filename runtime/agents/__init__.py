@@ -8,7 +8,7 @@ The API the runtime calls (see docs/agents.md):
   ``read_result``
 * :func:`interlock.runtime.agents.prompts.render_prompt` (``PromptError``)
 * :mod:`interlock.runtime.agents.cassette`: ``CassetteRecorder``, ``CassettePlayer``,
-  ``cassette_runner``, ``read_cassette`` (record and replay invocations; the replayer
+  ``cassette``, ``read_cassette`` (record and replay invocations; the replayer
   process is :mod:`interlock.runtime.agents.replay`)
 
 Nothing is re-exported here, so importing a submodule stays cheap and free of cycles.

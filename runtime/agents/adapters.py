@@ -49,16 +49,18 @@ def agent_command(config: AgentConfig, prompt: str, *, name: str | None = None
     return AgentCommand(argv=launch.argv, prompt=launch.stdin, name=name, options=options)
 
 
-def polling_for(config: AgentConfig, base: PollingConfiguration | None = None
-                ) -> PollingConfiguration:
+def polling_for(config: AgentConfig, base: PollingConfiguration | None = None, *,
+                role: str | None = None) -> PollingConfiguration:
     """``base`` with the agent's ``timeout`` and ``outputFormat`` applied (validated again).
-    For a demo role the required field, unless ``base`` sets one, is the key every answer
-    of that role carries, so the detector can end the run on the answer document."""
+    For an agent playing a Ralph role (a demo role, or ``role``: the role an agent of any
+    CLI is configured for) the required field, unless ``base`` sets one, is the key every
+    answer of that role carries, so the detector can end the run on the answer document."""
     data = (base or PollingConfiguration()).model_dump(by_alias=True, exclude_unset=True)
     data["outputFormat"] = config.output_format
     markers = data.setdefault("completionMarkers", {})
-    if config.role is not None and "requiredField" not in markers:
-        markers["requiredField"] = REQUIRED_FIELD[config.role]
+    played = config.role or (role if role in REQUIRED_FIELD else None)
+    if played is not None and "requiredField" not in markers:
+        markers["requiredField"] = REQUIRED_FIELD[played]
     if config.timeout is not None:
         data["dispatchTimeout"] = config.timeout
     return parse_dispatch_config(data)

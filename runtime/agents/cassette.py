@@ -1,21 +1,25 @@
 """Cassettes: record every agent invocation to JSONL, replay it without the agent.
 
 A cassette is a JSON Lines file, one :class:`InvocationRecord` per invocation in the
-order they ran: its ``seq`` (from 1), the agent's name (a role), the SHA-256 of its
+order they started: its ``seq`` (from 1), the agent's name (a role), the SHA-256 of its
 prompt, its argv, every chunk it printed on stdout and stderr with the offset in seconds
 from the start, the files it changed under the recorded folder, its exit code (None:
-stopped by the dispatcher before it exited) and the status the dispatcher gave it.
+stopped before it exited) and how it ended.
 
-* :class:`CassetteRecorder` is a runner (``await recorder(dispatch)``): the real agent
-  runs under the real dispatcher; a tap on the dispatch's output buffer keeps every chunk
-  with its time, and the folder is compared before and after for the files written.
-* :class:`CassettePlayer` is a runner too: it matches the invocation to the next record
-  by order and prompt digest (a mismatch is a :class:`CassetteMismatch` naming the
-  invocation), then swaps the command for the replayer process
+Both sides wrap an agent resolver (``AgentResolver``, docs/invoke.md), so every agent an
+``invoke:`` starts goes through them and the engine's invoke machinery (spooling,
+completion detection, cancel, adoption) runs for real:
+
+* :class:`CassetteRecorder` numbers each invocation as it starts and swaps the agent's
+  argv for the recorder process (``python -m interlock.runtime.agents.record [--root ROOT]
+  CASSETTE SEQ NAME DIGEST -- ARGV...``), which runs the real agent, passes its output
+  through as it comes, and appends the record (under a lock) when the agent ends.
+* :class:`CassettePlayer` matches each invocation to the next record by order, name and
+  prompt digest (a mismatch is a :class:`CassetteMismatch` naming the invocation: the
+  invoke fails with ``spawn_error``), then swaps the command for the replayer process
   (``python -m interlock.runtime.agents.replay CASSETTE SEQ``), which writes the recorded
   files, prints the recorded chunks with their timing (``speed`` compresses it) and exits
-  with the recorded code, or lingers until stopped when the agent was stopped. The
-  dispatcher, completion detection and everything after them run for real.
+  with the recorded code, or lingers until stopped when the agent was stopped.
 
 The prompt digest is over the prompt sent on stdin; for an agent whose prompt is in its
 argv (no stdin), over the argv after the program, joined with NULs.
@@ -23,22 +27,27 @@ argv (no stdin), over the argv after the program, joined with NULs.
 
 from __future__ import annotations
 
-import asyncio
 import base64
+import fcntl
 import hashlib
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from interlock.runtime.dispatch import AgentCommand, Dispatch, DispatchResult
-from interlock.runtime.dispatch.output import OutputBuffer, OutputChunk, Stream
+from interlock.runtime.agents.base import AgentLaunch
 
+if TYPE_CHECKING:
+    from interlock.runtime.engine.invoke import AgentResolver, ResolvedAgent
+
+Stream = Literal["stdout", "stderr"]
 CASSETTE_VERSION = 1
 REPLAY_MODULE = "interlock.runtime.agents.replay"
+RECORD_MODULE = "interlock.runtime.agents.record"
 #: Folders whose files are never recorded: version control, interlock's state, caches.
 SKIPPED_DIRS = frozenset({".git", ".hg", ".interlock", ".venv", "__pycache__",
                           "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
@@ -70,10 +79,10 @@ def localized(data: bytes, root: Path | None) -> bytes:
     return data.replace(ROOT_PLACEHOLDER.encode(), str(root).encode())
 
 
-def prompt_digest(command: AgentCommand, root: Path | None = None) -> str:
+def prompt_digest(prompt: str | None, argv: Sequence[str], root: Path | None = None) -> str:
     """SHA-256 of the prompt (stdin), or of the argv after the program when there is none,
     with the folder ``root`` written as the placeholder."""
-    text = command.prompt if command.prompt is not None else "\0".join(command.argv[1:])
+    text = prompt if prompt is not None else "\0".join(argv[1:])
     return hashlib.sha256(portable(text.encode("utf-8", "surrogateescape"), root)).hexdigest()
 
 
@@ -246,29 +255,33 @@ def apply_changes(root: Path, changes: Sequence[FileChange]) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# recording
+# recording and replaying, around an agent resolver
 
 
-class _Tap(OutputBuffer):
-    """An output buffer that also keeps every chunk, for the cassette."""
+def launch_digest(launch: AgentLaunch, root: Path | None = None) -> str:
+    """:func:`prompt_digest` of an agent launch."""
+    return prompt_digest(launch.stdin, launch.argv, root)
 
-    def __init__(self, memory_cap: int, spill_dir: Path) -> None:
-        super().__init__(memory_cap, spill_dir)
-        self.tape: list[OutputChunk] = []
 
-    def add(self, chunk: OutputChunk) -> None:
-        self.tape.append(chunk)
-        super().add(chunk)
+def append_record(path: Path, record: InvocationRecord) -> None:
+    """Append ``record`` to the cassette at ``path`` (several recorder processes may end at
+    once: each line is written whole, under an exclusive lock)."""
+    line = (json.dumps(record.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
+    with path.open("ab") as out:
+        fcntl.flock(out, fcntl.LOCK_EX)
+        out.write(line)
+        out.flush()
+        os.fsync(out.fileno())
 
 
 class CassetteRecorder:
-    """Records each dispatch it runs as the next record of the cassette at ``path``
-    (created, or truncated when ``append`` is False). ``root``: the folder whose file
-    changes are recorded (None: none)."""
+    """Records every agent invocation of the resolvers it wraps as the next record of the
+    cassette at ``path`` (created, or truncated unless ``append``). ``root``: the folder
+    whose file changes are recorded (None: none)."""
 
     def __init__(self, path: Path | str, *, root: Path | str | None = None,
                  append: bool = False) -> None:
-        self.path = Path(path)
+        self.path = Path(path).resolve()
         self.root = None if root is None else Path(root).resolve()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if append and self.path.exists():
@@ -276,40 +289,29 @@ class CassetteRecorder:
         else:
             self.path.write_text("", encoding="utf-8")
             self.seq = 0
+        self._lock = threading.Lock()
 
-    async def __call__(self, dispatch: Dispatch) -> DispatchResult:
-        tap = _Tap(dispatch.config.output_memory_cap, dispatch.spill_dir)
-        dispatch.buffer = tap
-        self.seq += 1
-        seq = self.seq  # numbered as they start: parallel reviewers replay in that order
-        before = folder_state(self.root) if self.root is not None else None
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        result = await dispatch.run()
-        files = (changed_files(self.root, before)
-                 if self.root is not None and before is not None else [])
-        record = InvocationRecord(
-            seq=seq, name=dispatch.command.name,
-            prompt_sha256=prompt_digest(dispatch.command, self.root),
-            argv=dispatch.command.argv,
-            chunks=tuple(Chunk(c.stream, max(0.0, c.at - start),
-                               portable(c.data, self.root)) for c in tap.tape),
-            exit_code=result.polling.exit_code, ended_at=result.polling.elapsed_time,
-            status=result.polling.status,
-            completion_method=result.polling.completion_method, files=tuple(files))
-        with self.path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
-        return result
+    def wrap(self, base: AgentResolver) -> AgentResolver:
+        def resolve(name: str, prompt: str) -> ResolvedAgent:
+            resolved = base(name, prompt)
+            with self._lock:
+                self.seq += 1
+                seq = self.seq
+            launch = resolved.launch
+            argv = [sys.executable, "-m", RECORD_MODULE]
+            if self.root is not None:
+                argv += ["--root", str(self.root)]
+            argv += [str(self.path), str(seq), name, launch_digest(launch, self.root), "--",
+                     *launch.argv]
+            return replace(resolved, launch=replace(launch, argv=tuple(argv)))
 
-
-# ---------------------------------------------------------------------------------------
-# replaying
+        return resolve
 
 
 class CassettePlayer:
-    """Serves each dispatch it runs from the next record of the cassette at ``path``.
-    ``speed`` divides the recorded timing (2.0: twice as fast); ``root`` is where the
-    recorded files are written (None: not written)."""
+    """Serves every agent invocation of the resolvers it wraps from the next record of the
+    cassette at ``path``. ``speed`` divides the recorded timing (2.0: twice as fast);
+    ``root`` is where the recorded files are written (None: not written)."""
 
     def __init__(self, path: Path | str, *, root: Path | str | None = None,
                  speed: float = 1.0) -> None:
@@ -320,42 +322,42 @@ class CassettePlayer:
         self.root = None if root is None else Path(root).resolve()
         self.speed = speed
         self.seq = 0
+        self._lock = threading.Lock()
 
-    def next_record(self, command: AgentCommand) -> InvocationRecord:
-        """The record for ``command``, the next one in order; raises
-        :class:`CassetteMismatch` when the cassette is done or the prompt differs."""
-        seq = self.seq + 1
-        label = f"invocation {seq}" + (f" ({command.name})" if command.name else "")
-        if seq > len(self.records):
-            raise CassetteMismatch(f"{self.path}: {label} is not recorded: the cassette "
-                                   f"holds {len(self.records)} invocation(s)")
-        record = self.records[seq - 1]
-        digest = prompt_digest(command, self.root)
-        if digest != record.prompt_sha256:
-            raise CassetteMismatch(
-                f"{self.path}: {label}: the prompt differs from the recorded one "
-                f"(sha256 {digest[:12]} now, {record.prompt_sha256[:12]} recorded for "
-                f"{record.label()})")
-        if record.name != command.name:
-            raise CassetteMismatch(f"{self.path}: {label}: recorded for agent "
-                                   f"{record.name!r}, not {command.name!r}")
-        self.seq = seq
-        return record
+    def next_record(self, name: str, digest: str) -> InvocationRecord:
+        """The record for the invocation of agent ``name`` whose prompt has ``digest``, the
+        next one in order; raises :class:`CassetteMismatch` when the cassette is done or
+        the invocation differs."""
+        with self._lock:
+            seq = self.seq + 1
+            label = f"invocation {seq} ({name})"
+            if seq > len(self.records):
+                raise CassetteMismatch(f"{self.path}: {label} is not recorded: the cassette "
+                                       f"holds {len(self.records)} invocation(s)")
+            record = self.records[seq - 1]
+            if record.name != name:
+                raise CassetteMismatch(f"{self.path}: {label}: recorded for agent "
+                                       f"{record.name!r}, not {name!r}")
+            if digest != record.prompt_sha256:
+                raise CassetteMismatch(
+                    f"{self.path}: {label}: the prompt differs from the recorded one "
+                    f"(sha256 {digest[:12]} now, {record.prompt_sha256[:12]} recorded for "
+                    f"{record.label()})")
+            self.seq = seq
+            return record
 
-    def command(self, command: AgentCommand) -> AgentCommand:
-        """The replayer process standing in for ``command`` (its next record)."""
-        record = self.next_record(command)
-        argv = [sys.executable, "-m", REPLAY_MODULE, str(self.path), str(record.seq),
-                "--speed", repr(self.speed)]
-        if self.root is not None:
-            argv += ["--root", str(self.root)]
-        options = replace(command.options, cwd=None, line_buffered=False, use_pty=False)
-        return AgentCommand(tuple(argv), prompt=command.prompt, name=command.name,
-                            options=options)
+    def wrap(self, base: AgentResolver) -> AgentResolver:
+        def resolve(name: str, prompt: str) -> ResolvedAgent:
+            resolved = base(name, prompt)
+            record = self.next_record(name, launch_digest(resolved.launch, self.root))
+            argv = [sys.executable, "-m", REPLAY_MODULE, str(self.path), str(record.seq),
+                    "--speed", repr(self.speed)]
+            if self.root is not None:
+                argv += ["--root", str(self.root)]
+            launch = AgentLaunch(tuple(argv), stdin=resolved.launch.stdin)
+            return replace(resolved, launch=launch)
 
-    async def __call__(self, dispatch: Dispatch) -> DispatchResult:
-        dispatch.command = self.command(dispatch.command)
-        return await dispatch.run()
+        return resolve
 
     @property
     def unplayed(self) -> int:
@@ -363,11 +365,12 @@ class CassettePlayer:
         return len(self.records) - self.seq
 
 
-def cassette_runner(*, record: Path | str | None = None, replay: Path | str | None = None,
-                    root: Path | str | None = None, speed: float = 1.0
-                    ) -> CassetteRecorder | CassettePlayer | None:
-    """The runner for ``--record FILE`` or ``--replay FILE`` (None: neither given).
-    Raises ValueError when both are given, :class:`CassetteError` for a bad cassette."""
+def cassette(*, record: Path | str | None = None, replay: Path | str | None = None,
+             root: Path | str | None = None, speed: float = 1.0
+             ) -> CassetteRecorder | CassettePlayer | None:
+    """The recorder for ``--record FILE`` or the player for ``--replay FILE`` (None:
+    neither given). Raises ValueError when both are given, :class:`CassetteError` for a
+    bad cassette."""
     if record is not None and replay is not None:
         raise ValueError("--record and --replay cannot be used together")
     if record is not None:

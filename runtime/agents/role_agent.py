@@ -17,7 +17,8 @@ stdout as YAML closed by ``...`` (or JSON with ``--format json``), one line at a
     linger: 30                          # after the answer, stay alive silently 30 s
 
 Calls are counted in ``FILE.calls`` (next to the script, under a lock), so a script's
-sequence runs across processes. Without a script the same prompt gives the same answer.
+sequence (``answers``, ``fail_times``) runs across processes; a script without one counts
+nothing. Without a script the same prompt gives the same answer.
 Exit codes: 0 answered, the script's ``exit_code`` for a scripted failure, 2 for a bad
 script or role.
 """
@@ -100,7 +101,8 @@ def _staged(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.is_file())
 
 
-def _carry_out(effects: roles.Effects) -> None:
+def carry_out(effects: roles.Effects) -> None:
+    """Write and copy the files a role's answer needs."""
     for target, text in effects.writes.items():
         path = Path(target)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -173,7 +175,8 @@ def run(role: str, prompt: str, *, delay: float = 0.0, script: Path | None = Non
         except SpecError as exc:
             errs.write(f"{exc}\n")
             return 2
-        call = next_call(script)
+        if plan.answers or plan.fail_times:  # a sequence across calls: count this one
+            call = next_call(script)
     if plan.hang:
         while True:
             sleep(HANG_STEP)
@@ -188,7 +191,7 @@ def run(role: str, prompt: str, *, delay: float = 0.0, script: Path | None = Non
     doc = scripted(base, plan, call, facts.tasks[0][0] if facts.tasks else None)
     if doc.get("status", "done") == "done":  # a scripted blocked/paused executor writes nothing
         try:
-            _carry_out(effects)
+            carry_out(effects)
         except OSError as exc:
             errs.write(f"error: {role} cannot write its files: {exc}\n")
             return 1

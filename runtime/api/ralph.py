@@ -17,16 +17,15 @@ from typing import Any
 
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import Conflict, NotFound, UsageError
-from interlock.runtime.ralph.agent_call import Caller
 from interlock.runtime.ralph.config import (
     IDENTITIES,
     PROJECT_FILE,
     RalphConfigError,
     load_ralph_config,
 )
+from interlock.runtime.ralph.feed import take_signals
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
 from interlock.runtime.ralph.runner import RalphResult, RalphRun
-from interlock.runtime.ralph.subagent import take_signals
 from interlock.runtime.signals.model import SignalError, check_identifier
 
 __all__ = [
@@ -79,34 +78,33 @@ def ralph_init(request: str, *, session_id: str | None = None,
 async def ralph_run(session_id: str, *, max_iterations: int | None = None,
                     max_runtime: float | None = None, max_cost: float | None = None,
                     record: Path | str | None = None, replay: Path | str | None = None,
-                    caller: Caller | None = None, store: str | None = None,
+                    store: str | None = None,
                     root: Path | str | None = None, stop: asyncio.Event | None = None,
                     on_note: Callable[[str], None] | None = None) -> RalphResult:
     """Run the session until COMPLETE (completed or aborted), a limit, or ``stop``. A
     paused session waits here. ``record``/``replay``: a cassette file that every agent
-    call is recorded to or replayed from (docs/cassettes); ``caller`` replaces the agent
-    calls altogether."""
+    invocation is recorded to or replayed from (docs/ralph.md)."""
     folder = _folder(session_id, root)
     try:
         config = load_ralph_config(folder.root / PROJECT_FILE).with_overrides(
             max_iterations=max_iterations, max_runtime=max_runtime, max_cost=max_cost)
     except RalphConfigError as exc:
         raise UsageError(str(exc)) from None
+    wrap = None
     if record is not None or replay is not None:
-        from interlock.runtime.agents.cassette import CassetteError, cassette_runner
-        from interlock.runtime.ralph.agent_call import dispatch_caller
+        from interlock.runtime.agents.cassette import CassetteError, cassette
 
         try:
-            runner = cassette_runner(record=record, replay=replay, root=folder.root)
+            tape = cassette(record=record, replay=replay, root=folder.root)
         except (ValueError, CassetteError) as exc:
             raise UsageError(str(exc)) from None
-        caller = dispatch_caller(config, runner)
+        wrap = tape.wrap if tape is not None else None
     meta = folder.metadata()
     if meta.get("status") in ("completed", "aborted"):
         return RalphResult(session_id, str(meta["status"]))
     with translated():
         return await RalphRun(folder.root, session_id, config, store_url=store,
-                              caller=caller, on_note=on_note).run(stop)
+                              agents=wrap, on_note=on_note).run(stop)
 
 
 async def ralph_resume(session_id: str, *, message: str | None = None,
@@ -168,17 +166,70 @@ async def ralph_status(session_id: str, *, store: str | None = None,
                   for t in folder.progress(n)],
         "agent": None if not invocation else {
             "role": IDENTITIES.get(str(invocation.get("role")), str(invocation.get("role"))),
-            "task": (invocation.get("task") or {}).get("id")},
+            "task": (invocation.get("task") or {}).get("id"),
+            **await asyncio.to_thread(_running_agent, session_id, store, folder.root)},
         "signals": _signals(folder),
-        "spend": {"cost_usd": limits.get("cost_usd")},
-        "elapsed": (time.time() - float(limits["started_at"])
-                    if "started_at" in limits else None),
+        "spend": {"cost_usd": (context.get("cost_usd") if context.get("cost_usd")
+                               is not None else limits.get("cost_usd"))},
+        "elapsed": _elapsed(meta, limits, status),
         "stop": stop,
         # and more for scripts
         "id": session_id, "folder": str(folder.path), "stop_reason": meta.get("stop_reason"),
         "pending_signals": folder.mailbox().pending(), "invocations": invocations,
+        "waiting_for": meta.get("waiting_for"),
+        "questions": (context.get("questions") or []) if meta.get("waiting_for") else [],
         "engine": engine,
     }
+
+
+def _running_agent(session_id: str, store: str | None, root: Path) -> dict[str, Any]:
+    """The agent the running subagent session invoked: seconds since it started, its
+    try, and the last lines it printed (read from its spool)."""
+    from interlock.runtime.engine.invoke_machine import child_session_id, is_machine
+    from interlock.runtime.ralph.watch import LAST_LINES
+
+    try:
+        with opened_store(store, root, create=False) as opened:
+            children = [child_session_id(session_id, r.spool)
+                        for r in opened.invocations(session_id, in_flight=True)
+                        if is_machine(r)]
+            agents = [r for child in children
+                      for r in opened.invocations(child, in_flight=True)
+                      if not is_machine(r)]
+            tries = [int(opened.get(child).snapshot["context"].get("attempts") or 0) + 1
+                     for child in children]
+    except Exception:  # nothing is running, or the store is busy: nothing to show
+        return {}
+    if not agents:
+        return {}
+    agent = agents[-1]
+    try:
+        data = (Path(agent.spool) / "stdout").read_bytes()[-8192:]
+    except OSError:
+        data = b""
+    lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return {"elapsed": max(0.0, time.time() - agent.started_at),
+            "attempt": tries[-1] if tries else 1, "last_lines": lines[-LAST_LINES:]}
+
+
+def _elapsed(meta: dict[str, Any], limits: dict[str, Any], status: str) -> float | None:
+    """Seconds since the session started; for one that has ended, until it ended."""
+    if "started_at" not in limits:
+        return None
+    started = float(limits["started_at"])
+    ended = meta.get("ended_at") or meta.get("completed_at")
+    if status != "running" and status != "paused" and isinstance(ended, str):
+        at = _timestamp(ended)
+        if at is not None:
+            return max(0.0, at - started)
+    return max(0.0, time.time() - started)
+
+
+def _timestamp(text: str) -> float | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def _signals(folder: RalphFolder) -> list[dict[str, Any]]:

@@ -1,25 +1,21 @@
 """``ralph_orchestrator``'s runtime side for ``interlock run ralph_orchestrator [--demo]``.
 
 Its bindings are the Ralph session's (:mod:`interlock.runtime.ralph.bindings`), on the
-folder ``.ralph-sessions/<session id>/`` (made with the demo request when missing). The
-``--demo`` stand-in does what ``interlock ralph run`` does beside the runner, in its
-simplest form: it carries out each invocation the session asks for (the engine raises
-``polled`` at checkpoints) with the offline demo agents, until COMPLETE (a two-task request; the
-knowledge approval times out, so staged knowledge is carried forward).
+folder ``.ralph-sessions/<session id>/`` (made with the demo request when missing). Its
+invoking states run ``ralph_subagent`` sessions through the façade's machine resolver
+(that built-in's bindings) and their agents through the façade's agent resolver: with no
+interlock.yaml the offline demo roles. So ``--demo`` needs no stand-in: the session runs
+to COMPLETE by itself (a two-task request; the knowledge approval times out, so staged
+knowledge is carried forward). ``interlock ralph run`` runs the same spec with the Ralph
+session's mailbox and limits.
 """
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-from typing import Any
-
 from interlock.machines.bindings import Bindings
 from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
 from interlock.runtime.ralph.bindings import make_bindings
-from interlock.runtime.ralph.config import RalphConfig, role_agents
 from interlock.runtime.ralph.folder import RalphFolder
-from interlock.runtime.ralph.subagent import Subagent
 
 DEMO_REQUEST = "write the parser; test the parser"
 
@@ -32,24 +28,8 @@ def _bindings(setup: BuiltinSetup) -> Bindings:
 
 
 async def _demo(driver: DemoDriver) -> None:
-    folder: RalphFolder | None = None
-    done: set[int] = set()
-    while True:
-        active = driver.active
-        if "COMPLETE" in active:
-            return
-        ctx: dict[str, Any] = dict(driver.context)
-        if folder is None:
-            folder = RalphFolder(Path.cwd(), driver.session_id)
-        invocation = ctx.get("invocation")
-        if invocation and int(invocation["seq"]) not in done:
-            done.add(int(invocation["seq"]))
-            role = str(invocation["role"])
-            sub = Subagent(folder, role, role_agents(folder.root)[role], RalphConfig(),
-                           invocation, ctx)
-            outcome = await sub.run()
-            driver.send(outcome.event(), outcome.data(int(invocation["seq"])))
-        await asyncio.sleep(0.02)
+    """Nothing to stand in for: the demo agents answer every invocation."""
+    await driver.wait_for("COMPLETE", timeout=600.0)
 
 
 BUILTIN = Builtin(

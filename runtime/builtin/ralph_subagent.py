@@ -1,89 +1,44 @@
-"""``ralph_subagent``'s runtime side for ``interlock run ralph_subagent [--demo]``.
+"""``ralph_subagent``'s runtime side: its bindings (:mod:`interlock.runtime.ralph.subagent`),
+for ``interlock run ralph_subagent [--demo]`` and for the orchestrator's ``invoke:
+machine: ralph_subagent`` through the façade.
 
-The bindings keep the lifecycle's context: STEER and INFO are taken into the constraints
-and facts, a STEER is classified by its first word like the demo executor does (``redo:``
-invalidates the work, ``scope:`` changes the scope, anything else adds), blockers are
-recorded with their reason. The ``--demo`` stand-in plays the outside world of one
-Executor invocation: it answers every step with ``step_done`` (the engine raises
-``polled`` at every boundary), so the lifecycle runs Step 0 to Verify and ends
-``completed``. (``interlock ralph run`` runs the same lifecycle in-process:
-:mod:`interlock.runtime.ralph.subagent`.)
+A subagent session works in the Ralph session named by its ``session`` context field;
+run on its own (``--demo``) it makes one, ``.ralph-sessions/<session id>/``, whose
+progress holds the demo task, and its Implement invokes the role's agent as always (the
+offline demo executor without an interlock.yaml), so the lifecycle runs Step 0 to Verify
+for real and ends ``completed``.
 """
 
 from __future__ import annotations
 
-import asyncio
-
-from interlock.machines.bindings import Bindings, Call
-from interlock.runtime.agents.roles import classify_steer
+from interlock.machines.bindings import Bindings
 from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
+from interlock.runtime.ralph.config import load_ralph_config
+from interlock.runtime.ralph.folder import RalphFolder, Task
+from interlock.runtime.ralph.subagent import subagent_bindings
 
-STEPS = ("reading_context", "marking_wip", "implementing", "verifying")
+DEMO_TASK = {"id": "T1", "title": "write the parser"}
 
 
 def _bindings(setup: BuiltinSetup) -> Bindings:
-    def message(c: Call) -> str:
-        return str((c.data or {}).get("message") or "")
-
-    def ingest_steer(c: Call) -> None:
-        c.context["steer_messages"].append(message(c))
-
-    def ingest_info(c: Call) -> None:
-        c.context["info_messages"].append(message(c))
-
-    def note_restart(c: Call) -> None:
-        c.context["restarts"] += 1
-
-    def record_scope_blocker(c: Call) -> None:
-        c.context["blockers"].append(f"STEER scope change: {message(c)}")
-        c.context["blocked_reason"] = "scope_change"
-
-    def record_abort_blocker(c: Call) -> None:
-        c.context["blockers"].append("Aborted by signal")
-        c.context["blocked_reason"] = "aborted"
-
-    def record_failure_blocker(c: Call) -> None:
-        c.context["blockers"].append(str((c.data or {}).get("error") or "a step failed"))
-        c.context["blocked_reason"] = "failed"
-
-    def steer_changes_scope(c: Call) -> bool:
-        return classify_steer(message(c)) == "scope"
-
-    def steer_invalidates_work(c: Call) -> bool:
-        return classify_steer(message(c)) == "invalidated"
-
-    def noop(c: Call) -> None:
-        return None
-
-    return {
-        "ingest_steer": ingest_steer, "ingest_info": ingest_info, "note_restart": note_restart,
-        "record_scope_blocker": record_scope_blocker,
-        "record_abort_blocker": record_abort_blocker,
-        "record_failure_blocker": record_failure_blocker,
-        "steer_changes_scope": steer_changes_scope,
-        "steer_invalidates_work": steer_invalidates_work,
-        **dict.fromkeys(("mark_in_progress_tasks_failed", "save_progress", "implement",
-                         "mark_wip", "read_context", "verify", "write_report",
-                         "record_verification"), noop),
-    }
+    if setup.demo:
+        folder = RalphFolder(setup.root, setup.session_id)
+        if not folder.exists():
+            folder.create(DEMO_TASK["title"])
+            folder.open_iteration(1)
+            folder.write_progress(1, [Task(DEMO_TASK["id"], DEMO_TASK["title"])])
+    return subagent_bindings(setup.root, load_ralph_config(setup.root),
+                             default_session=setup.session_id)
 
 
 async def _demo(driver: DemoDriver) -> None:
-    last: tuple[str, ...] | None = None
-    while True:
-        active = driver.active
-        if any(s in active for s in ("completed", "paused", "blocked")):
-            return
-        if active != last:
-            last = active
-            if any(s in active for s in STEPS):
-                driver.send("step_done")
-        await asyncio.sleep(0.01)
+    """Nothing to stand in for: the demo executor answers."""
+    await driver.wait_for("completed", "paused", "blocked", "failed", timeout=600.0)
 
 
 BUILTIN = Builtin(
     name="ralph_subagent",
     bindings=_bindings,
-    demo_context={"task": {"id": "T1", "title": "write the parser"}},
+    demo_context={"task": DEMO_TASK},
     demo=_demo,
 )

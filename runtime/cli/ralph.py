@@ -151,6 +151,11 @@ def status(
         print(f"  [{task['marker']}] {task['id']}: {task['title']}{reason}")
     if info["pending_signals"]:
         print(f"  pending signals: {', '.join(info['pending_signals'])}")
+    if info.get("questions"):
+        print(f"  waiting for {info['waiting_for']}; answer with: interlock ralph resume "
+              f"{info['id']} --message \"...\"")
+        for question in info["questions"]:
+            print(f"    {question.get('id')}: {question.get('prompt')}")
 
 
 @ralph_app.command("poll")

@@ -365,14 +365,17 @@ class Invoker:
         except PromptError as exc:
             raise InvokeError(f"invoke {invoke.id!r} prompt: {exc}") from None
         if invoke.command is not None:
-            return AgentCommand(tuple(invoke.command), prompt, invoke.id), None, None
+            argv = tuple(_templated(item, context, f"invoke {invoke.id!r} command")
+                         for item in invoke.command)
+            return AgentCommand(argv, prompt, invoke.id), None, None
         if self.resolver is None or invoke.agent is None:
             raise InvokeError(f"invoke {invoke.id!r}: no agent resolver for agent "
                               f"{invoke.agent!r}")
+        name = _templated(invoke.agent, context, f"invoke {invoke.id!r} agent")
         try:
-            resolved = self.resolver(invoke.agent, prompt or "")
+            resolved = self.resolver(name, prompt or "")
         except Exception as exc:
-            raise InvokeError(f"invoke {invoke.id!r}: agent {invoke.agent!r}: {exc}") from None
+            raise InvokeError(f"invoke {invoke.id!r}: agent {name!r}: {exc}") from None
         launch = resolved.launch
         options = SpawnOptions(cwd=Path(launch.cwd) if launch.cwd else None,
                                env=dict(launch.env) or None)
@@ -569,6 +572,17 @@ class Invoker:
             "invocation": record.id, "state": record.state, "argv": list(record.argv),
             "pid": record.pid, "startTicks": record.start_ticks, "spool": record.spool,
         }, note)
+
+
+def _templated(text: str, context: Mapping[str, Any], what: str) -> str:
+    """An agent name or an argv item: a Jinja2 template over ``context`` when it holds
+    ``{{``, else the text itself. Raises :class:`InvokeError`."""
+    if "{{" not in text and "{%" not in text:
+        return text
+    try:
+        return str(render_input({"value": text}, context=context)["value"])
+    except PromptError as exc:
+        raise InvokeError(f"{what}: {exc}") from None
 
 
 def stop_invocations(store: Store, session_id: str, *, at: float, grace: float = 5.0,

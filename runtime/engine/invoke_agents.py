@@ -29,6 +29,6 @@ def agent_resolver(root: Path, base: PollingConfiguration | None = None) -> Agen
                               "role of that name")
         adapter = adapter_for(config)
         return ResolvedAgent(adapter.launch(config, prompt), adapter.read,
-                             polling_for(config, base))
+                             polling_for(config, base, role=name))
 
     return resolve

@@ -1,14 +1,16 @@
 """The orchestrator's guards and actions (specs/ralph_orchestrator.yaml).
 
 They keep the session context and the session folder in step; they never run an agent.
-An ``invoke_*`` action only records the invocation the state asks for in
-``context.invocation``; the runner (:mod:`interlock.runtime.ralph.runner`) carries it out
-beside the session and reports back with ``subagent.completed|blocked|paused|failed``.
+An ``invoke_*`` entry action prepares the invocation its state makes
+(``context.invocation``: its number, role, mode, task, the STEER and INFO it is given,
+the role's brief); the state's ``invoke: machine: ralph_subagent`` runs it as a child
+session, whose ending comes back as ``done.invoke.<role>.<final state>`` with the
+subagent's context as ``output``.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from interlock.machines.bindings import Bindings, Call
@@ -24,30 +26,44 @@ def _for_orchestrator(data: Any) -> bool:
     return target in ("ALL", ORCHESTRATOR)
 
 
-def make_bindings(folder: RalphFolder) -> Bindings:
-    """The bindings of one Ralph session's orchestrator."""
+def make_bindings(folder: RalphFolder,
+                  over_limit: Callable[[Ctx], bool] | None = None) -> Bindings:
+    """The bindings of one Ralph session's orchestrator; ``over_limit`` says whether the
+    engine's limits forbid another invocation (None: no limits)."""
 
     def iteration(c: Call) -> int:
         return int(c.context.get("iteration", 1))
 
-    def invoke(c: Call, role: str, mode: str, task: Any = None) -> None:
+    def invoke(c: Call, role: str, mode: str, task: Any = None,
+               brief: dict[str, Any] | None = None) -> None:
+        """Prepare the invocation the state's invoke makes (its input)."""
         ctx = c.context
+        ctx["session_id"] = folder.id  # what the subagent's input names
+        identity = IDENTITIES[role]
+        buffered = ctx["buffered"].pop(identity, [])
         ctx["invocation_seq"] = int(ctx.get("invocation_seq", 0)) + 1
-        ctx["invocation"] = {"seq": ctx["invocation_seq"], "role": role, "mode": mode,
-                             "task": task, "iteration": iteration(c)}
+        ctx["invocation"] = {
+            "seq": ctx["invocation_seq"], "role": role, "mode": mode, "task": task,
+            "iteration": iteration(c),
+            "steers": [*ctx["steer_messages"],
+                       *(b["message"] for b in buffered if b["type"] == "STEER")],
+            "infos": [*ctx["info_messages"],
+                      *(b["message"] for b in buffered if b["type"] == "INFO")],
+            "brief": brief or {}}
 
     def done_invoking(c: Call) -> None:
         c.context["invocation"] = None
 
     def absorb(c: Call) -> None:
-        """What the subagent learned from signals it polled itself (INFO for every later
-        invocation)."""
-        for info in (c.data or {}).get("infos", []) or []:
+        """What the subagent learned (INFO it took itself, for every later invocation)
+        and spent."""
+        out = _output(c)
+        given = (c.context.get("invocation") or {}).get("infos") or []
+        for info in [*given, *(out.get("learned") or [])]:
             if info not in c.context["info_messages"]:
                 c.context["info_messages"].append(info)
-        role = (c.context.get("invocation") or {}).get("role")
-        identity = IDENTITIES.get(str(role), "")
-        c.context["buffered"].pop(identity, None)
+        c.context["cost_usd"] = float(c.context.get("cost_usd") or 0.0) + float(
+            out.get("cost_usd") or 0.0)
 
     # -- signals ------------------------------------------------------------------------
 
@@ -66,19 +82,41 @@ def make_bindings(folder: RalphFolder) -> Bindings:
         c.context["info_messages"].append(c.data.get("message"))
 
     def hold_pause_message(c: Call) -> None:
-        message = (c.data or {}).get("message")
+        """A PAUSE (its message goes to the invocation made on resume): a signal, the
+        ``resume`` event's message, or the PAUSE a subagent took itself."""
+        data = c.data or {}
+        out = _output(c)
+        message = out.get("held_message") if "output" in data else data.get("message")
         if message:
             c.context["pause_message"] = message
-        absorb(c)
+        if "output" in data:
+            if out.get("verified"):
+                c.context["pause_pending"] = True  # its work is recorded: pause now
+            else:
+                absorb(c)
+                done_invoking(c)
 
     def note_abort(c: Call) -> None:
         c.context["status"] = "aborted"
 
     def record_paused(c: Call) -> None:
+        c.context["pause_pending"] = False
         c.context["invocation"] = None
 
     def aborted_by_signal(c: Call) -> bool:
-        return (c.data or {}).get("blocked_reason") == "aborted"
+        return _output(c).get("blocked_reason") == "aborted"
+
+    def subagent_paused(c: Call) -> bool:
+        return (c.data or {}).get("state") == "paused"
+
+    def subagent_blocked(c: Call) -> bool:
+        return (c.data or {}).get("state") == "blocked"
+
+    def finished_work(c: Call) -> bool:
+        return bool(_output(c).get("verified"))
+
+    def pause_pending(c: Call) -> bool:
+        return bool(c.context.get("pause_pending"))
 
     def for_current_iteration(c: Call) -> bool:
         wanted = (c.data or {}).get("iteration")
@@ -95,10 +133,13 @@ def make_bindings(folder: RalphFolder) -> Bindings:
 
     def invoke_replanner(c: Call) -> None:
         folder.open_iteration(iteration(c))
-        invoke(c, "planner", "replan")
+        replan = c.context.get("replan") or {"from": iteration(c), "remaining": [],
+                                               "blockers": list(c.context["blockers"])}
+        invoke(c, "planner", "replan", brief={"replan": replan,
+                                               "answers": c.context.get("answers") or ""})
 
     def record_plan(c: Call) -> None:
-        answer = (c.data or {}).get("answer") or {}
+        answer = _output(c).get("answer") or {}
         tasks = [{"id": str(t["id"]), "title": str(t.get("title", t["id"]))}
                  for t in answer.get("tasks", [])]
         batches = [list(map(str, b)) for b in answer.get("batches", [])] or [
@@ -125,11 +166,11 @@ def make_bindings(folder: RalphFolder) -> Bindings:
         invoke(c, "executor", "execute", c.context["current_task"])
 
     def record_task_result(c: Call) -> None:
-        data = c.data or {}
+        out = _output(c)
         task = c.context["current_task"] or {}
         c.context["results"][task.get("id", "?")] = {
-            "status": data.get("status", "completed"), "report": data.get("report"),
-            "blockers": data.get("blockers", [])}
+            "status": "completed", "report": (out.get("answer") or {}).get("report"),
+            "blockers": list(out.get("blockers") or [])}
         c.context["review_queue"].append(task.get("id"))
         c.context["steer_messages"] = []
         c.context["pause_message"] = None
@@ -137,26 +178,31 @@ def make_bindings(folder: RalphFolder) -> Bindings:
         done_invoking(c)
 
     def record_blocker(c: Call) -> None:
-        data = c.data or {}
-        blockers = list(data.get("blockers") or [data.get("reason") or "blocked"])
+        out = _output(c)
+        blockers = list(out.get("blockers") or ["blocked"])
         c.context["blockers"].extend(blockers)
         task = c.context.get("current_task")
         if task and (c.context.get("invocation") or {}).get("role") == "executor":
-            c.context["results"][task["id"]] = {"status": "blocked", "blockers": blockers,
-                                                "report": data.get("report")}
+            c.context["results"][task["id"]] = {
+                "status": "blocked", "blockers": blockers,
+                "report": (out.get("answer") or {}).get("report")}
             c.context["steer_messages"] = []
         absorb(c)
         done_invoking(c)
 
     def record_failure(c: Call) -> None:
-        c.context["blockers"].append(f"invocation failed: {(c.data or {}).get('error')}")
+        data = c.data or {}
+        why = _output(c).get("error") or data.get("message") or data.get("reason")
+        c.context["blockers"].append(f"invocation failed: {why}")
+        absorb(c)
         done_invoking(c)
 
     def mark_task_failed(c: Call) -> None:
         task = c.context.get("current_task") or {}
-        error = (c.data or {}).get("error") or "the executor failed"
+        error = _output(c).get("error") or "the executor failed"
         c.context["results"][task.get("id", "?")] = {"status": "failed", "blockers": [error]}
-        folder.mark(iteration(c), task.get("id", "?"), "F", error)
+        folder.mark(iteration(c), task.get("id", "?"), "F", str(error))
+        absorb(c)
         done_invoking(c)
 
     # -- reviewing ----------------------------------------------------------------------
@@ -175,7 +221,7 @@ def make_bindings(folder: RalphFolder) -> Bindings:
 
     def record_review(c: Call) -> None:
         task = c.context.get("current_task") or {}
-        verdict = str(((c.data or {}).get("answer") or {}).get("verdict", "accept"))
+        verdict = str((_output(c).get("answer") or {}).get("verdict", "accept"))
         if verdict != "accept":
             c.context["rejected"].append(task.get("id"))
             folder.mark(iteration(c), task.get("id", "?"), "F", f"review: {verdict}")
@@ -185,7 +231,47 @@ def make_bindings(folder: RalphFolder) -> Bindings:
     def record_review_failure(c: Call) -> None:
         task = c.context.get("current_task") or {}
         c.context["rejected"].append(task.get("id"))
+        absorb(c)
         done_invoking(c)
+
+    # -- questions ----------------------------------------------------------------------
+
+    def has_open_blockers(c: Call) -> bool:
+        return bool(_open_blockers(c.context)) and not c.context.get("answers")
+
+    def invoke_questioner(c: Call) -> None:
+        folder.open_iteration(iteration(c))
+        invoke(c, "questioner", "ask", brief={"blockers": _open_blockers(c.context)})
+
+    def record_questions(c: Call) -> None:
+        answer = _output(c).get("answer") or {}
+        questions = [q for q in answer.get("questions") or [] if isinstance(q, dict)]
+        if not questions:  # the Questioner failed or asked nothing: ask the blockers
+            questions = [{"id": f"q{k}", "kind": "text", "prompt": f"What about: {b}?",
+                          "options": []}
+                         for k, b in enumerate(_open_blockers(c.context), start=1)]
+        c.context["questions"] = questions
+        lines = [f"# Questions of iteration {iteration(c)}", "",
+                 "Answer with: interlock ralph resume "
+                 f"{folder.id} --message \"...\"", ""]
+        for q in questions:
+            lines.append(f"- {q.get('id')}: {q.get('prompt')}")
+            lines += [f"  - {o.get('key')}: {o.get('label')}" for o in q.get("options") or []]
+        write_text(folder.iteration(iteration(c)) / "questions.md", "\n".join(lines) + "\n")
+        absorb(c)
+        done_invoking(c)
+
+    def note_questions(c: Call) -> None:
+        folder.update_metadata(waiting_for="answers to iterations/"
+                               f"{iteration(c)}/questions.md")
+
+    def record_answers(c: Call) -> None:
+        message = (c.data or {}).get("message") or "(no answer given)"
+        c.context["answers"] = message
+        folder.update_metadata(waiting_for=None)
+        path = folder.iteration(iteration(c)) / "questions.md"
+        if path.exists():
+            write_text(path, path.read_text(encoding="utf-8") + f"\nAnswers: {message}\n")
 
     def needs_replanning(c: Call) -> bool:
         ctx = c.context
@@ -199,7 +285,8 @@ def make_bindings(folder: RalphFolder) -> Bindings:
         folder.close_iteration(old)
         ctx["iteration"] = old + 1
         ctx["replan"] = {"from": old, "remaining": remaining, "blockers": list(ctx["blockers"])}
-        ctx.update(blockers=[], rejected=[], results={}, task_queue=[], review_queue=[])
+        ctx.update(blockers=[], rejected=[], results={}, task_queue=[], review_queue=[],
+                   answers=None, questions=[])
         folder.open_iteration(old + 1)
         for name in folder.staged(old):  # knowledge not yet approved goes on, marked
             text = (folder.iteration(old) / "knowledge" / name).read_text(encoding="utf-8")
@@ -225,7 +312,8 @@ def make_bindings(folder: RalphFolder) -> Bindings:
         return bool(folder.staged(iteration(c)))
 
     def invoke_librarian_promote(c: Call) -> None:
-        invoke(c, "librarian", "promote")
+        invoke(c, "librarian", "promote",
+               brief={"approval": c.context.get("approval") or ""})
 
     def carry_forward_knowledge(c: Call) -> None:
         n = iteration(c)
@@ -241,6 +329,7 @@ def make_bindings(folder: RalphFolder) -> Bindings:
 
     def record_promotion(c: Call) -> None:
         c.context["knowledge"] = "promoted"
+        absorb(c)
         done_invoking(c)
 
     def keep_staged_knowledge(c: Call) -> None:
@@ -273,10 +362,19 @@ def make_bindings(folder: RalphFolder) -> Bindings:
     def noop(c: Call) -> None:
         return None
 
+    def limit_reached(c: Call) -> bool:
+        return over_limit is not None and over_limit(c.context)
+
     return {
         "record_state": noop, "ingest_steer": ingest_steer, "ingest_info": ingest_info,
         "hold_pause_message": hold_pause_message, "note_abort": note_abort,
         "record_paused": record_paused, "aborted_by_signal": aborted_by_signal,
+        "subagent_paused": subagent_paused, "subagent_blocked": subagent_blocked,
+        "finished_work": finished_work, "pause_pending": pause_pending,
+        "has_open_blockers": has_open_blockers, "over_limit": limit_reached,
+        "invoke_questioner": invoke_questioner,
+        "record_questions": record_questions, "note_questions": note_questions,
+        "record_answers": record_answers,
         "for_current_iteration": for_current_iteration,
         "archive_stale_signal": archive_stale_signal,
         "invoke_planner": invoke_planner, "invoke_replanner": invoke_replanner,
@@ -299,6 +397,21 @@ def make_bindings(folder: RalphFolder) -> Bindings:
         "mark_session_aborted": mark_session_aborted,
         "record_completed_at": record_completed_at, "finalize_session": finalize_session,
     }
+
+
+def _output(c: Call) -> dict[str, Any]:
+    """The subagent's final context, from its ``done.invoke`` event (empty otherwise)."""
+    out = (c.data or {}).get("output")
+    return dict(out) if isinstance(out, dict) else {}
+
+
+def _open_blockers(ctx: Ctx) -> list[str]:
+    """Blockers the human has to answer: not a scope change (the replanner takes it), not
+    an abort, not a failed call or gate (retried by replanning)."""
+    found = [*ctx["blockers"], *((ctx.get("replan") or {}).get("blockers") or [])]
+    return [b for b in dict.fromkeys(found)
+            if not str(b).startswith(("STEER scope change:", "Aborted by signal",
+                                      "invocation failed:", "gates:"))]
 
 
 def _task(ctx: Ctx, ident: str) -> dict[str, Any]:

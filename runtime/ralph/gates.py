@@ -1,5 +1,11 @@
 """Backpressure gates: commands (tests, lint) that must exit 0 before a task is ``[x]``.
 
+The subagent lifecycle runs them as an invoke (specs/ralph_subagent.yaml, state
+``gating``): ``python -m interlock.runtime.ralph.gates PROJECT`` runs the gates of
+PROJECT/interlock.yaml one after another and prints the report as one YAML document (with
+seed 001's verdict field, ``v: GO`` or ``v: NO-GO``); stopped (an ABORT), it stops the
+gate running first.
+
 Each gate runs in the project folder as a real process leading its own process group; at
 its timeout the whole group is killed. Its output (stdout and stderr together, in order)
 is kept up to a cap, tail first, because the end of a test run is where the failure is.
@@ -13,13 +19,17 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from types import FrameType
+from typing import Any, Literal
 
-from interlock.runtime.ralph.config import Gate
+import yaml
+
+from interlock.runtime.ralph.config import Gate, RalphConfigError, load_ralph_config
 
 OUTPUT_CAP = 16_000  # characters of a gate's output kept (its tail)
 TIMEOUT_EXIT = -9  # the exit recorded for a gate killed at its timeout
@@ -78,6 +88,15 @@ class GateReport:
             {"name": r.name, "exit": r.exit_code, "passed": r.passed, "timedOut": r.timed_out,
              "elapsed": round(r.elapsed, 3), "output": r.output} for r in self.results]}
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GateReport:
+        """The report :meth:`to_json` wrote (the gates process's answer)."""
+        return cls(tuple(
+            GateResult(str(r["name"]), None if r.get("exit") is None else int(r["exit"]),
+                       str(r.get("output") or ""), float(r.get("elapsed") or 0.0),
+                       bool(r.get("timedOut")))
+            for r in data.get("results") or ()))
+
 
 def _tail(data: bytes, cap: int) -> str:
     text = data.decode("utf-8", errors="replace")
@@ -89,6 +108,9 @@ def _tail(data: bytes, cap: int) -> str:
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+_running: set[int] = set()  # process groups of the gates running now (for a stop)
 
 
 def run_gate(gate: Gate, project: Path, *, env: Mapping[str, str] | None = None,
@@ -105,6 +127,7 @@ def run_gate(gate: Gate, project: Path, *, env: Mapping[str, str] | None = None,
         reason = exc.strerror or str(exc)
         return GateResult(gate.name, None, f"cannot run {gate.argv[0]!r}: {reason}\n",
                           time.monotonic() - started)
+    _running.add(process.pid)
     try:
         output, _ = process.communicate(timeout=gate.timeout)
     except subprocess.TimeoutExpired:
@@ -121,6 +144,7 @@ def run_gate(gate: Gate, project: Path, *, env: Mapping[str, str] | None = None,
         return GateResult(gate.name, TIMEOUT_EXIT, text, elapsed, timed_out=True)
     finally:
         _kill_group(process.pid)  # nothing the gate started outlives it
+        _running.discard(process.pid)
     return GateResult(gate.name, process.returncode, _tail(output, output_cap),
                       time.monotonic() - started)
 
@@ -173,3 +197,37 @@ def gate_decision(report: GateReport, attempt: int, attempts: int) -> GateDecisi
                             f"gates failed {attempt} time(s): {names}")
     return GateDecision("retry", report.feedback(),
                         f"gates failed (attempt {attempt} of {attempts}): {names}")
+
+
+def _stopped(signum: int, _frame: FrameType | None) -> None:
+    """Stopped (the invoke was cancelled): the running gate's group goes first."""
+    for pgid in list(_running):
+        _kill_group(pgid)
+    os._exit(128 + signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m interlock.runtime.ralph.gates PROJECT``: run PROJECT's gates, print the
+    report (a YAML document closed by ``...``); exit 0 (the report says whether they
+    passed), 2 when the configuration is unreadable."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        sys.stderr.write("usage: python -m interlock.runtime.ralph.gates PROJECT\n")
+        return 2
+    project = Path(args[0])
+    try:
+        config = load_ralph_config(project)
+    except RalphConfigError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
+    signal.signal(signal.SIGTERM, _stopped)
+    report = run_gates(config.gates, project)
+    # ``v`` (seed 001's verdict field) is what a command invoke's answer carries by default
+    answer = {"v": "GO" if report.passed else "NO-GO", **report.to_json()}
+    sys.stdout.write(yaml.safe_dump(answer, sort_keys=False) + "...\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,9 +3,11 @@
 * :func:`check` says whether a session must stop before its next invocation:
   ``max_iterations``, ``max_runtime``, ``max_cost`` or ``no_progress``, with a line a
   person can read. The engine enforces it; the agent is never asked.
-* :func:`progress_digest` fingerprints progress.md and the project's files (sizes and
-  mtimes), so "nothing changed" is measured, not claimed; :class:`ProgressWatch` counts
-  invocations in a row that left it unchanged.
+* :func:`progress_digest` fingerprints progress.md and the project's files (their
+  contents), so "nothing changed" is measured, not claimed; :class:`ProgressWatch` counts
+  invocations in a row that led to no state not seen before: an agent that rewrites the
+  same files, or a loop that goes round the same states (rejected, replanned, redone the
+  same way), makes no progress.
 * :func:`is_transient` classifies an agent failure by exit code or output pattern, and
   :func:`backoff_delay` gives the capped exponential backoff with full jitter before a
   retry (an injectable RNG; nothing here sleeps or reads the time).
@@ -127,9 +129,32 @@ def project_files(project: Path | str) -> list[str]:
     return [f for f in files if not IGNORED_DIRS.intersection(Path(f).parts)]
 
 
-def progress_digest(project: Path | str, progress_md: Path | str | None = None) -> str:
-    """A SHA-256 over progress.md's content and each project file's path, size and mtime.
-    Equal digests: nothing the engine can see has changed."""
+#: Content hashes of project files by (path, size, mtime), so that an unchanged file is
+#: read once per process however often the digest is taken.
+FileHashes = dict[tuple[str, int, int], str]
+SEEN_KEPT = 256  # digests a ProgressWatch remembers
+SEEN_CHARS = 16  # of each (64 bits of SHA-256: enough to tell states apart)
+
+
+def _file_hash(path: Path, info: os.stat_result, cache: FileHashes | None) -> str:
+    key = (str(path), info.st_size, info.st_mtime_ns)
+    if cache is not None and key in cache:
+        return cache[key]
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    value = digest.hexdigest()
+    if cache is not None:
+        cache[key] = value
+    return value
+
+
+def progress_digest(project: Path | str, progress_md: Path | str | None = None, *,
+                    cache: FileHashes | None = None) -> str:
+    """A SHA-256 over progress.md's content and each project file's path and content
+    (``cache`` keeps file hashes between calls). Equal digests: nothing the engine can see
+    is different, whatever was rewritten."""
     root = Path(project)
     digest = hashlib.sha256()
     if progress_md is not None:
@@ -139,34 +164,40 @@ def progress_digest(project: Path | str, progress_md: Path | str | None = None) 
             digest.update(b"\0missing")
     digest.update(b"\0files\0")
     for name in project_files(root):
+        path = root / name
         try:
-            info = (root / name).stat()
-        except FileNotFoundError:  # listed by git, deleted since
-            continue
-        digest.update(f"{name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode(
-            "utf-8", "surrogateescape"))
+            info = path.stat()
+            content = _file_hash(path, info, cache)
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            continue  # listed by git, deleted since; or not a readable file
+        digest.update(f"{name}\0{content}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
 class ProgressWatch:
-    """Counts invocations in a row after which the progress digest had not changed.
+    """Counts invocations in a row that led to no state not seen before (the same
+    digest as the last one, or as any earlier one: a loop).
 
     >>> watch = ProgressWatch("a")
-    >>> watch.observe("a"), watch.observe("a"), watch.observe("b"), watch.observe("b")
-    (1, 2, 0, 1)
+    >>> watch.observe("a"), watch.observe("b"), watch.observe("a"), watch.observe("c")
+    (1, 0, 1, 0)
     """
 
-    def __init__(self, digest: str | None = None, *, count: int = 0) -> None:
+    def __init__(self, digest: str | None = None, *, count: int = 0,
+                 seen: list[str] | None = None) -> None:
         self.digest = digest
         self.count = count
+        self.seen: list[str] = list(seen or ([digest[:SEEN_CHARS]] if digest else []))
 
     def observe(self, digest: str) -> int:
         """Record the digest after an invocation; returns invocations without progress."""
-        if digest == self.digest:
+        key = digest[:SEEN_CHARS]
+        if key in self.seen:
             self.count += 1
         else:
-            self.digest = digest
+            self.seen = [*self.seen, key][-SEEN_KEPT:]
             self.count = 0
+        self.digest = digest
         return self.count
 
 
@@ -229,12 +260,12 @@ class SessionLimits:
 
     def __init__(self, config: RalphConfig, started_at: float, *, iterations_done: int = 0,
                  cost_usd: float = 0.0, digest: str | None = None,
-                 without_progress: int = 0) -> None:
+                 without_progress: int = 0, seen: list[str] | None = None) -> None:
         self.config = config
         self.started_at = started_at
         self.iterations_done = iterations_done
         self.cost_usd = cost_usd
-        self.watch = ProgressWatch(digest, count=without_progress)
+        self.watch = ProgressWatch(digest, count=without_progress, seen=seen)
 
     def invocation_done(self, digest: str, cost_usd: float | None = None) -> int:
         """Record one invocation; returns invocations in a row without progress."""
@@ -254,12 +285,15 @@ class SessionLimits:
     def to_json(self) -> dict[str, Any]:
         return {"started_at": self.started_at, "iterations_done": self.iterations_done,
                 "cost_usd": self.cost_usd, "progress_digest": self.watch.digest,
-                "invocations_without_progress": self.watch.count}
+                "invocations_without_progress": self.watch.count,
+                "progress_seen": list(self.watch.seen)}
 
     @classmethod
     def from_json(cls, config: RalphConfig, data: dict[str, Any]) -> SessionLimits:
+        seen = [str(d) for d in data.get("progress_seen") or []]
         return cls(config, float(data["started_at"]),
                    iterations_done=int(data.get("iterations_done", 0)),
                    cost_usd=float(data.get("cost_usd", 0.0)),
                    digest=data.get("progress_digest"),
-                   without_progress=int(data.get("invocations_without_progress", 0)))
+                   without_progress=int(data.get("invocations_without_progress", 0)),
+                   seen=seen)

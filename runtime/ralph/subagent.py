@@ -1,372 +1,383 @@
-"""A subagent's lifecycle (specs/ralph_subagent.yaml), run in the runner's own process.
+"""The guards and actions of a subagent session (specs/ralph_subagent.yaml).
 
-Step 0 poll, Read Context, (Executor: Mark WIP), Implement — the agent call, polled
-mid-execution (Step 3.5) — and Verify, with a poll of ``signals/inputs/`` at every step
-boundary for the universal signals targeted at ALL or this subagent's identity:
+A subagent invocation is a session of ``ralph_subagent`` that the orchestrator invokes as a
+child machine; its ``implementing`` state invokes the role's agent (a process) and its
+``gating`` state the backpressure gates. These bindings only keep its context and the
+session folder in step (progress.md markers, the Executor's report, the review, the
+invocation record); they never run anything. The folder is the one of the Ralph session
+named by ``context.session`` under ``root``.
 
-- ABORT: the agent's process group is stopped at once, an in-progress task becomes
-  ``[F] Aborted by signal``, the subagent returns blocked (reason ``aborted``);
-- PAUSE: the running agent finishes its step, progress.md says "Paused by signal", the
-  subagent returns paused (re-invoked on resume with the pause message);
-- STEER: the implementation step restarts with the message in the prompt; which branch of
-  seed 004's decision tree applies (work invalidated, additive, scope change) is the
-  agent's call, recorded in the report; a scope change returns blocked;
-- INFO: added to the facts of this and every later invocation.
-
-Running the lifecycle in-process (a coroutine, not a python process per subagent) keeps a
-subagent invocation's overhead to a few milliseconds: see docs/ralph.md.
+The STEER decision tree (seed 004 §3.1): a message starting ``scope:`` is a scope change
+the engine enforces at once (the call is stopped, the task blocked and escalated); any
+other STEER stops the call and restarts Implement with the message among the constraints:
+``redo:`` says the work is invalidated, otherwise the agent decides whether the message
+invalidates its work, adds to it, or changes the scope (it then answers blocked with
+``STEER scope change: ...``); the report records the branch taken.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+import random
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from interlock.runtime.agents.config import AgentConfig
+from interlock.machines.bindings import Bindings, Call
+from interlock.machines.durations import format_duration
 from interlock.runtime.agents.prompts import render_prompt
-from interlock.runtime.host.owners import default_owner
-from interlock.runtime.ralph.agent_call import AgentCall, Caller, call_agent
-from interlock.runtime.ralph.config import IDENTITIES, RalphConfig
-from interlock.runtime.ralph.folder import RalphFolder, Task, now_iso, write_text
-from interlock.runtime.ralph.gates import gate_decision, run_gates
-from interlock.runtime.signals.mailbox import Mailbox
-from interlock.runtime.signals.model import UNIVERSAL_TYPES, Signal, SignalError, parse_signal
+from interlock.runtime.agents.roles import classify_steer
+from interlock.runtime.ralph.config import RalphConfig
+from interlock.runtime.ralph.folder import RalphFolder, Task, write_text
+from interlock.runtime.ralph.gates import GateReport, gate_decision
+from interlock.runtime.ralph.limits import backoff_delay, is_transient
 
 PROMPTS = Path(__file__).parent / "prompts"
-POLL_EVERY = 0.02  # mid-execution poll (Step 3.5), seconds
+DAY = 86_400.0  # the invoke timeout of an agent when invocation_timeout is off
+BRANCHES = {"invalidated": "(a) work invalidated: Implement restarted",
+            "additive": "(b) additive: appended to the constraints",
+            "scope": "(c) scope change: blocked, escalated"}
 
 
-def take_signals(mailbox: Mailbox, identity: str, owner: str,
-                 types: tuple[str, ...] = UNIVERSAL_TYPES,
-                 action: str = "taken by the subagent") -> list[Signal]:
-    """Claim and archive (``processed/`` with handling metadata) the signals of ``types``
-    targeted at ALL or ``identity``, oldest first; others stay in ``inputs/``."""
-    taken: list[Signal] = []
-    for name in mailbox.pending():
-        raw = mailbox.peek(name, 64 * 1024)
-        if raw is None:
-            continue
-        try:
-            signal = parse_signal(raw, name)
-        except SignalError:
-            continue  # the orchestrator's poll quarantines malformed files
-        if signal.type not in types or signal.target not in ("ALL", identity):
-            continue
-        claim = mailbox.claim(name, owner)
-        if claim is None:
-            continue
-        mailbox.finish(claim, {"handled_by": identity, "handled_at": now_iso(),
-                               "action_taken": _action(signal, action)})
-        taken.append(signal)
-    return taken
+def _message(c: Call) -> str:
+    return str((c.data or {}).get("message") or "")
 
 
-def _action(signal: Signal, default: str) -> str:
-    return {"ABORT": "process group stopped; in-progress task marked [F]",
-            "PAUSE": "step finished; progress saved (Paused by signal)",
-            "STEER": "implementation step restarted with the message",
-            "INFO": "added to the context of this and later invocations"}.get(
-                signal.type, default)
+def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str = "",
+                      rng: random.Random | None = None) -> Bindings:
+    """The bindings of every subagent session of the Ralph sessions under ``root``
+    (``default_session``: the Ralph session of one whose ``session`` is empty)."""
+    jitter = rng or random.Random()
 
+    def folder(c: Call) -> RalphFolder:
+        return RalphFolder(root, str(c.context.get("session") or default_session))
 
-@dataclass(slots=True)
-class Outcome:
-    """What the subagent returns to the orchestrator (the data of ``subagent.<status>``)."""
+    def n(c: Call) -> int:
+        return int(c.context.get("iteration") or 1)
 
-    status: str  # completed | blocked | paused | failed
-    answer: dict[str, Any] | None = None
-    report: str | None = None
-    blockers: list[str] = field(default_factory=list)
-    blocked_reason: str | None = None
-    infos: list[str] = field(default_factory=list)
-    error: str | None = None
-    cost_usd: float = 0.0
-    steer: str | None = None
-    restarts: int = 0
-    message: str | None = None  # a PAUSE signal's message
+    def task_id(c: Call) -> str | None:
+        task = c.context.get("task")
+        return str(task["id"]) if isinstance(task, dict) and "id" in task else None
 
-    def event(self) -> str:
-        return f"subagent.{self.status}"
+    def executor_task(c: Call) -> str | None:
+        return task_id(c) if c.context.get("role") == "executor" else None
 
-    def data(self, seq: int) -> dict[str, Any]:
-        return {"seq": seq, "status": self.status, "answer": self.answer,
-                "report": self.report, "blockers": self.blockers,
-                "blocked_reason": self.blocked_reason, "infos": self.infos,
-                "error": self.error, "cost_usd": self.cost_usd, "steer": self.steer,
-                "restarts": self.restarts, "message": self.message}
+    # -- steps --------------------------------------------------------------------------
 
+    def read_context(c: Call) -> None:
+        ctx = c.context
+        ctx["invocation_timeout"] = config.invocation_timeout or DAY
+        ctx["gates_timeout"] = sum(g.timeout for g in config.gates) + 60.0
+        ctx["python"] = sys.executable
+        ctx["workdir"] = str(folder(c).workdir)
+        folder(c).open_iteration(n(c))
 
-class Subagent:
-    """One invocation of one role for one orchestrator session."""
+    def mark_wip(c: Call) -> None:
+        ident = executor_task(c)
+        if ident is not None:
+            folder(c).mark(n(c), ident, "/")
 
-    def __init__(self, folder: RalphFolder, role: str, agent: AgentConfig,
-                 config: RalphConfig, invocation: Mapping[str, Any],
-                 context: Mapping[str, Any], caller: Caller | None = None,
-                 on_note: Callable[[str], None] | None = None) -> None:
-        self.folder = folder
-        self.role = role
-        self.identity = IDENTITIES[role]
-        self.agent = agent
-        self.config = config
-        self.invocation = dict(invocation)
-        self.context = context
-        self.caller: Caller = caller or call_agent
-        self.note = on_note or (lambda _text: None)
-        self.mailbox = folder.mailbox()
-        self.owner = default_owner(role)
-        self.iteration = int(invocation.get("iteration") or context.get("iteration", 1))
-        self.task: dict[str, Any] | None = invocation.get("task")
-        buffered = list((context.get("buffered") or {}).get(self.identity, []))
-        self.steers: list[str] = [*context.get("steer_messages", []),
-                                  *(b["message"] for b in buffered if b["type"] == "STEER")]
-        self.infos: list[str] = [*(b["message"] for b in buffered if b["type"] == "INFO")]
-        self.known_infos: list[str] = list(context.get("info_messages", []))
-        self.calls: list[AgentCall] = []
-        self.pause_requested = False
-        self.pause_message: str | None = None
-        self.gate_runs = 0
-        self.gate_feedback = ""
-        self.gate_reports: list[dict[str, Any]] = []
+    def compose_prompt(c: Call) -> None:
+        c.context["prompt"] = render_prompt(PROMPTS / f"{c.context['role']}.j2",
+                                            context=dict(c.context), input=_prompt_input(c),
+                                            signals=_signals(c.context))
+
+    def _prompt_input(c: Call) -> dict[str, Any]:
+        ctx, where = c.context, folder(c)
+        brief = dict(ctx.get("brief") or {})
+        base: dict[str, Any] = {
+            "session": where.id, "mode": ctx.get("mode"), "task": ctx.get("task"),
+            "workdir": str(where.workdir), "knowledge": str(where.iteration(n(c)) / "knowledge"),
+            "docs": str(where.docs), "resumed": ctx.get("pause_message") or "",
+            "gate_feedback": ctx.get("gate_feedback") or "",
+            "approval": brief.get("approval") or "", "answers": brief.get("answers") or "",
+            "blockers": list(brief.get("blockers") or []),
+        }
+        role = ctx.get("role")
+        if role == "planner":
+            replan = brief.get("replan") if ctx.get("mode") == "replan" else None
+            if replan:
+                lines = [t["title"] for t in replan.get("remaining", [])]
+                base.update(replan=replan, blockers=list(replan.get("blockers", [])))
+            else:
+                lines = [ln for ln in where.request().splitlines() if ln.strip()]
+                base.update(replan={"from": n(c), "remaining": []})
+            base["request_lines"] = lines or ["(nothing left to do)"]
+        if role == "reviewer" and task_id(c):
+            report = where.iteration(n(c)) / "tasks" / f"{task_id(c)}.md"
+            base["report"] = report.read_text(encoding="utf-8") if report.exists() else ""
+        return base
+
+    # -- the agent call -----------------------------------------------------------------
+
+    def record_call(c: Call) -> None:
+        ctx, data = c.context, dict(c.data or {})
+        result = dict(data.get("result") or {})
+        usage = dict(data.get("usage") or {})
+        answer = data.get("answer") if isinstance(data.get("answer"), dict) else None
+        ctx["cost_usd"] = float(ctx.get("cost_usd") or 0.0) + float(usage.get("costUsd") or 0)
+        text = (yaml.safe_dump(answer, sort_keys=False, allow_unicode=True) if answer
+                else str(result.get("stdout") or ""))
+        ctx["calls"].append({
+            "prompt": ctx["prompt"], "text": text, "usage": usage,
+            "exit": result.get("exitCode"), "elapsed": result.get("elapsedTime"),
+            "method": result.get("completionMethod"),
+            "attempt": int(ctx.get("attempts") or 0) + 1,
+            "error": _failure(c) if data.get("reason") else None})
+        if data.get("reason") is None:
+            ctx["answer"] = answer or {}
+
+    def _failure(c: Call) -> str:
+        data = dict(c.data or {})
+        reason = data.get("reason")
+        result = dict(data.get("result") or {})
+        if reason == "timeout":
+            return f"timed out after {format_duration(float(c.context['invocation_timeout']))}"
+        if reason == "exit_nonzero":
+            tail = str(result.get("stderr") or "").strip().splitlines()
+            return (f"the agent exited with {result.get('exitCode')}"
+                    + (f": {tail[-1]}" if tail else ""))
+        return str(data.get("message") or reason or "the agent call failed")
+
+    def record_stopped_call(c: Call) -> None:
+        """The call a signal stopped (its prompt, no answer), for the record."""
+        ctx = c.context
+        ctx["calls"].append({
+            "prompt": ctx["prompt"], "text": "", "usage": {}, "exit": None, "elapsed": None,
+            "method": f"{c.event or 'a signal'} ({_message(c)})",
+            "attempt": int(ctx.get("attempts") or 0) + 1, "error": None})
+
+    def transient_failure(c: Call) -> bool:
+        data = dict(c.data or {})
+        if data.get("reason") not in ("exit_nonzero", "spawn_error", "invalid_answer"):
+            return False
+        result = dict(data.get("result") or {})
+        output = f"{result.get('stdout') or ''}\n{result.get('stderr') or ''}"
+        exit_code = result.get("exitCode")
+        tries = int(c.context.get("attempts") or 0) + 1
+        return (tries < config.retry.attempts
+                and is_transient(exit_code if exit_code is not None else -1, output,
+                                 config.retry))
+
+    def schedule_retry(c: Call) -> None:
+        c.context["attempts"] = int(c.context.get("attempts") or 0) + 1
+        c.context["retry_delay"] = backoff_delay(c.context["attempts"], config.retry, jitter)
+
+    def record_call_failure(c: Call) -> None:
+        c.context["error"] = _failure(c)
 
     # -- signals ------------------------------------------------------------------------
 
-    def poll(self) -> str | None:
-        """A boundary poll; returns "abort", "pause" or "steer" when the path changes."""
-        verdict = None
-        for signal in take_signals(self.mailbox, self.identity, self.owner):
-            self.note(f"{now_iso()}   {signal.type} {signal.message or ''}: taken by "
-                      f"{self.identity} ({_action(signal, '')})")
-            if signal.type == "ABORT":
-                return "abort"
-            if signal.type == "PAUSE":
-                self.pause_requested = True
-                self.pause_message = signal.message
-                verdict = verdict or "pause"
-            elif signal.type == "STEER":
-                self.steers.append(signal.message or "")
-                verdict = "steer" if verdict != "pause" else verdict
-            elif signal.type == "INFO":
-                self.infos.append(signal.message or "")
-        return verdict
+    def ingest_info(c: Call) -> None:
+        text = _message(c)
+        if text and text not in c.context["info_messages"] and text not in c.context["learned"]:
+            c.context["learned"].append(text)
 
-    def signal_list(self) -> list[dict[str, Any]]:
-        infos = [*self.known_infos, *(i for i in self.infos if i not in self.known_infos)]
-        return ([{"type": "INFO", "message": m} for m in infos]
-                + [{"type": "STEER", "message": m} for m in self.steers])
+    def ingest_steer(c: Call) -> None:
+        c.context["steer_messages"].append(_message(c))
 
-    # -- the lifecycle ------------------------------------------------------------------
+    def note_restart(c: Call) -> None:
+        c.context["restarts"] = int(c.context.get("restarts") or 0) + 1
+        c.context["attempts"] = 0
+        if classify_steer(_message(c)) == "invalidated":
+            c.context["steer_branch"] = "invalidated"
 
-    async def run(self) -> Outcome:
-        first = self.poll()  # Step 0
-        if first == "abort":
-            return self._aborted()
-        if first == "pause":
-            return self._paused()
-        if self.role == "executor" and self.task:  # Step 2, Mark WIP
-            self.folder.mark(self.iteration, self.task["id"], "/")
-            boundary = self.poll()
-            if boundary == "abort":
-                return self._aborted()
-            if boundary == "pause":
-                return self._paused()
-        restarts = 0
-        while True:  # Step 3, Implement (the agent call), polled mid-execution
-            call_task = asyncio.create_task(self.caller(
-                self.agent, self.prompt(), self.config.invocation_timeout, self.config.retry))
-            interrupted = await self._watch(call_task)
-            if interrupted == "abort":
-                return self._aborted()
-            if interrupted == "steer":
-                restarts += 1
-                continue
-            call = call_task.result()
-            self.calls.append(call)
-            if self.pause_requested:  # the atomic step is done; now pause
-                return self._paused()
-            after = self.poll()  # boundary between Implement and Verify
-            if after == "abort":
-                return self._aborted()
-            if after == "steer":
-                restarts += 1
-                continue
-            if after == "pause":
-                return self._paused()
-            gate = await self._gate(call)
-            if gate == "retry":
-                continue
-            if gate is not None:
-                return self._gate_failed(gate, restarts)
-            break
-        return self._verify(call, restarts)
+    def steer_changes_scope(c: Call) -> bool:
+        return classify_steer(_message(c)) == "scope"
 
-    async def _gate(self, call: AgentCall) -> str | None:
-        """Backpressure: the configured gates must pass before the task is ``[x]``;
-        a failure goes back to the Executor with the gates' output until
-        ``gate_attempts`` are spent. None (accept), "retry", or the failure's reason."""
-        gates = getattr(self.config, "gates", ())
-        if (self.role != "executor" or not gates or not call.ok
-                or (call.answer or {}).get("status", "done") != "done"):
-            return None
-        self.gate_runs += 1
-        report = await asyncio.to_thread(run_gates, gates, self.folder.root)
-        self.gate_reports.append(report.to_json())
-        decision = gate_decision(report, self.gate_runs, self.config.gate_attempts)
-        if decision.action == "accept":
-            return None
-        if decision.action == "retry":
-            self.gate_feedback = decision.feedback
-            return "retry"
-        return decision.reason or "gates failed"
+    def record_scope_blocker(c: Call) -> None:
+        ctx = c.context
+        blocker = f"STEER scope change: {_message(c)}"
+        ctx["steer_messages"].append(_message(c))
+        ctx["blockers"] = [blocker]
+        ctx.update(blocked_reason="scope_change", steer_branch="scope")
+        ident = executor_task(c)
+        if ident is not None:
+            folder(c).mark(n(c), ident, "F", blocker)
 
-    def _gate_failed(self, reason: str, restarts: int) -> Outcome:
-        outcome = Outcome("failed", error=f"gates: {reason}", infos=self.infos,
-                          restarts=restarts,
-                          cost_usd=sum(c.usage.cost_usd or 0.0 for c in self.calls))
-        self._write_report(Outcome("failed", report=f"gates failed: {reason}",
-                                   blockers=[f"gates: {reason}"]))
-        self._record(outcome)
-        return outcome
+    def mark_task_aborted(c: Call) -> None:
+        ident = executor_task(c)
+        if ident is not None:
+            folder(c).mark(n(c), ident, "F", "Aborted by signal")
 
-    async def _watch(self, call_task: asyncio.Task[AgentCall]) -> str | None:
-        """Wait for the call, polling the mailbox; a STEER or ABORT cancels the call."""
-        while True:
-            done, _ = await asyncio.wait([call_task], timeout=POLL_EVERY)
-            if done:
-                return None
-            found = self.poll()
-            if found in ("abort", "steer"):
-                call_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await call_task
-                return found
+    def record_abort_blocker(c: Call) -> None:
+        c.context["blockers"] = ["Aborted by signal"]
+        c.context["blocked_reason"] = "aborted"
 
-    def prompt(self) -> str:
-        ctx = self.context
-        n = self.iteration
-        base: dict[str, Any] = {
-            "session": self.folder.id, "mode": self.invocation.get("mode"),
-            "task": self.task, "workdir": str(self.folder.workdir),
-            "knowledge": str(self.folder.iteration(n) / "knowledge"),
-            "docs": str(self.folder.docs), "resumed": ctx.get("pause_message") or "",
-            "gate_feedback": self.gate_feedback,
-        }
-        if self.role == "planner":
-            replan = ctx.get("replan") if base["mode"] == "replan" else None
-            if replan:
-                lines = [t["title"] for t in replan.get("remaining", [])]
-                base.update(replan=replan, blockers=replan.get("blockers", []))
-            else:
-                lines = [ln for ln in self.folder.request().splitlines() if ln.strip()]
-                base.update(blockers=[])
-            base["request_lines"] = lines or ["(nothing left to do)"]
-        if self.role == "reviewer" and self.task:
-            report = self.folder.iteration(n) / "tasks" / f"{self.task['id']}.md"
-            base["report"] = report.read_text(encoding="utf-8") if report.exists() else ""
-        if self.role == "librarian":
-            base["approval"] = ctx.get("approval") or ""
-        if self.role == "questioner":
-            base["blockers"] = list(ctx.get("blockers", []))
-        return render_prompt(PROMPTS / f"{self.role}.j2", context=dict(ctx), input=base,
-                             signals=self.signal_list())
+    def hold_pause(c: Call) -> None:
+        c.context["pause_held"] = True
+        c.context["held_message"] = (c.data or {}).get("message")
 
-    # -- endings ------------------------------------------------------------------------
+    def pause_is_held(c: Call) -> bool:
+        return bool(c.context.get("pause_held"))
 
-    def _verify(self, call: AgentCall, restarts: int) -> Outcome:
-        cost = sum(c.usage.cost_usd or 0.0 for c in self.calls)
-        if not call.ok:
-            outcome = Outcome("failed", error=call.error, infos=self.infos, cost_usd=cost,
-                              restarts=restarts)
-            self._record(outcome)
-            return outcome
-        answer = call.answer or {}
-        if self.role != "executor":
-            outcome = Outcome("completed", answer=answer, infos=self.infos, cost_usd=cost,
-                              restarts=restarts)
-            self._record(outcome)
-            return outcome
-        assert self.task is not None
-        steer = answer.get("steer")
-        report = str(answer.get("report") or "")
-        if answer.get("status") == "blocked":
+    def save_progress(c: Call) -> None:
+        where, ident = folder(c), executor_task(c)
+        tasks = [Task(t.id, t.title, " ") if t.id == ident and t.marker == "/" else t
+                 for t in where.progress(n(c))]
+        where.write_progress(n(c), tasks, "Paused by signal.")
+
+    def record_step_failure(c: Call) -> None:
+        data = dict(c.data or {})
+        c.context["error"] = str(data.get("message") or data.get("error") or "a step failed")
+
+    # -- gates --------------------------------------------------------------------------
+
+    def is_executor(c: Call) -> bool:
+        return c.context.get("role") == "executor"
+
+    def needs_gates(c: Call) -> bool:
+        answer = c.context.get("answer") or {}
+        return (is_executor(c) and bool(config.gates)
+                and str(answer.get("status", "done")) == "done")
+
+    def gates_passed(c: Call) -> bool:
+        return bool(((c.data or {}).get("answer") or {}).get("passed"))
+
+    def record_gates(c: Call) -> None:
+        c.context["gate_runs"] = int(c.context.get("gate_runs") or 0) + 1
+        c.context["gate_reports"].append((c.data or {}).get("answer") or {"passed": False})
+
+    def gate_attempts_left(c: Call) -> bool:
+        report = GateReport.from_json((c.data or {}).get("answer") or {})
+        runs = int(c.context.get("gate_runs") or 0) + 1  # this run is recorded after
+        return gate_decision(report, runs, config.gate_attempts).action == "retry"
+
+    def hold_gate_feedback(c: Call) -> None:
+        report = GateReport.from_json((c.data or {}).get("answer") or {})
+        c.context["gate_feedback"] = report.feedback()
+        c.context["attempts"] = 0
+
+    def fail_by_gates(c: Call) -> None:
+        reports = c.context["gate_reports"]
+        names = sorted({r["name"] for rep in reports for r in rep.get("results") or []
+                        if not r.get("passed")})
+        c.context["gates_failed"] = True
+        c.context["error"] = (f"gates: gates failed {len(reports)} time(s): "
+                              f"{', '.join(names) or 'the gates could not run'}")
+
+    def record_gates_error(c: Call) -> None:
+        c.context["gate_runs"] = int(c.context.get("gate_runs") or 0) + 1
+        c.context["gate_reports"].append({"passed": False, "results": [],
+                                          "error": _message(c)})
+
+    def gates_failed(c: Call) -> bool:
+        return bool(c.context.get("gates_failed"))
+
+    # -- verify and the records ---------------------------------------------------------
+
+    def verify(c: Call) -> None:
+        ctx, where = c.context, folder(c)
+        answer = ctx.get("answer") or {}
+        ctx["verified"] = True
+        if ctx.get("role") == "reviewer" and task_id(c):
+            write_text(where.iteration(n(c)) / "reviews" / f"{task_id(c)}.md",
+                       yaml.safe_dump(answer, sort_keys=False, allow_unicode=True))
+        ident = executor_task(c)
+        if ident is None:
+            return
+        if ctx.get("steer_branch") is None and answer.get("steer") in BRANCHES:
+            ctx["steer_branch"] = answer["steer"]
+        if ctx.get("gates_failed"):
+            where.mark(n(c), ident, "F", str(ctx["error"]))
+        elif answer.get("status") == "blocked":
             blockers = [str(b) for b in answer.get("blockers") or ["blocked"]]
+            ctx["blockers"] = blockers
             scope = any(b.startswith("STEER scope change:") for b in blockers)
-            outcome = Outcome("blocked", answer=answer, report=report, blockers=blockers,
-                              blocked_reason="scope_change" if scope else "blocked",
-                              infos=self.infos, cost_usd=cost, steer=steer,
-                              restarts=restarts)
-            self.folder.mark(self.iteration, self.task["id"], "F", blockers[0])
+            ctx["blocked_reason"] = "scope_change" if scope else "blocked"
+            where.mark(n(c), ident, "F", blockers[0])
         else:
-            outcome = Outcome("completed", answer=answer, report=report, infos=self.infos,
-                              cost_usd=cost, steer=steer, restarts=restarts)
-            self.folder.mark(self.iteration, self.task["id"], "x")
-        self._write_report(outcome)
-        self._record(outcome)
-        return outcome
+            where.mark(n(c), ident, "x")
+        write_report(c)
 
-    def _aborted(self) -> Outcome:
-        if self.task and self.role == "executor":
-            self.folder.mark(self.iteration, self.task["id"], "F", "Aborted by signal")
-        outcome = Outcome("blocked", blockers=["Aborted by signal"], blocked_reason="aborted",
-                          infos=self.infos)
-        self._record(outcome)
-        return outcome
+    def answer_blocked(c: Call) -> bool:
+        answer = c.context.get("answer") or {}
+        return is_executor(c) and answer.get("status") == "blocked" \
+            and not c.context.get("gates_failed")
 
-    def _paused(self) -> Outcome:
-        n = self.iteration
-        tasks = self.folder.progress(n)
-        if self.task and self.role == "executor":
-            tasks = [Task(t.id, t.title, " ") if t.id == self.task["id"] else t
-                     for t in tasks]
-        self.folder.write_progress(n, tasks, "Paused by signal.")
-        outcome = Outcome("paused", infos=self.infos, message=self.pause_message)
-        self._record(outcome)
-        return outcome
+    def mark_task_failed(c: Call) -> None:
+        ident = executor_task(c)
+        if ident is not None:
+            folder(c).mark(n(c), ident, "F", str(c.context.get("error") or "failed"))
+            write_report(c)
 
-    def _write_report(self, outcome: Outcome) -> None:
-        assert self.task is not None
-        branch = {"invalidated": "(a) work invalidated: Implement restarted",
-                  "additive": "(b) additive: appended to the constraints",
-                  "scope": "(c) scope change: blocked, escalated"}.get(outcome.steer or "")
-        lines = [f"# {self.task['id']}: {self.task['title']}", "",
-                 f"status: {outcome.status}", "", outcome.report or ""]
-        if self.steers:
-            lines += ["", "## STEER", *(f"- {s}" for s in self.steers)]
+    def write_report(c: Call) -> None:
+        """The Executor's report, iterations/<N>/tasks/<task>.md, with the branch taken."""
+        ident = executor_task(c)
+        if ident is None:
+            return
+        ctx = c.context
+        answer = ctx.get("answer") or {}
+        status = ("failed" if ctx.get("error") else
+                  "blocked" if ctx.get("blockers") else "completed")
+        lines = [f"# {ident}: {ctx['task'].get('title', ident)}", "", f"status: {status}",
+                 "", str(answer.get("report") or ctx.get("error") or "")]
+        if ctx["steer_messages"]:
+            lines += ["", "## STEER", *(f"- {s}" for s in ctx["steer_messages"])]
+            branch = BRANCHES.get(str(ctx.get("steer_branch")))
             lines.append(f"- branch taken: {branch or 'none reported by the agent'}")
-        if outcome.restarts:
-            lines.append(f"- Implement restarted {outcome.restarts} time(s) by STEER")
-        if outcome.blockers:
-            lines += ["", "## Blockers", *(f"- {b}" for b in outcome.blockers)]
-        for k, gates in enumerate(self.gate_reports, start=1):
-            results: list[dict[str, Any]] = gates.get("results") or []
-            lines += ["", f"## Gates, run {k}: {'passed' if gates.get('passed') else 'failed'}"]
+        if ctx.get("restarts"):
+            lines.append(f"- Implement restarted {ctx['restarts']} time(s) by STEER")
+        if ctx.get("blockers"):
+            lines += ["", "## Blockers", *(f"- {b}" for b in ctx["blockers"])]
+        for k, report in enumerate(ctx.get("gate_reports") or [], start=1):
+            results = report.get("results") or []
+            lines += ["", f"## Gates, run {k}: {'passed' if report.get('passed') else 'failed'}"]
             lines += [f"- {r['name']}: exit {r['exit']}" for r in results]
-        write_text(self.folder.iteration(self.iteration) / "tasks" / f"{self.task['id']}.md",
+            if report.get("error"):
+                lines.append(f"- {report['error']}")
+        write_text(folder(c).iteration(n(c)) / "tasks" / f"{ident}.md",
                    "\n".join(lines).rstrip() + "\n")
 
-    def _record(self, outcome: Outcome) -> None:
+    def write_record(c: Call) -> None:
         """iterations/<N>/invocations/<seq>-<role>.md: every call's prompt, answer, usage."""
-        seq = int(self.invocation.get("seq", 0))
-        parts = [f"# Invocation {seq}: {self.identity}"
-                 + (f" on {self.task['id']}" if self.task else ""), "",
-                 f"outcome: {outcome.status}"
-                 + (f" ({outcome.blocked_reason})" if outcome.blocked_reason else "")]
-        for k, call in enumerate(self.calls, start=1):
-            usage = yaml.safe_dump(call.usage.to_json(), default_flow_style=True).strip()
-            parts += ["", f"## Call {k} ({call.attempts} attempt(s), {call.elapsed:.3f}s, "
-                      f"exit {call.exit_code})", "", "### Prompt", "", "```", call.prompt.rstrip(),
-                      "```", "", "### Answer", "", "```", call.text.rstrip(), "```", "",
-                      f"usage: {usage}"]
-            if call.error:
-                parts.append(f"error: {call.error}")
-        if self.role == "reviewer" and self.task and self.calls and self.calls[-1].answer:
-            write_text(self.folder.iteration(self.iteration) / "reviews" /
-                       f"{self.task['id']}.md",
-                       yaml.safe_dump(self.calls[-1].answer, sort_keys=False))
-        write_text(self.folder.iteration(self.iteration) / "invocations" /
-                   f"{seq:03d}-{self.role}.md", "\n".join(parts) + "\n")
+        ctx = c.context
+        seq, role = int(ctx.get("seq") or 0), str(ctx.get("role"))
+        final = c.target or "ended"  # the final state whose entry this is
+        head = f"# Invocation {seq}: {ctx.get('agent')}" + (
+            f" on {task_id(c)}" if task_id(c) else "")
+        parts = [head, "", f"outcome: {final}" + (
+            f" ({ctx['blocked_reason']})" if ctx.get("blocked_reason") else "")]
+        for k, call in enumerate(ctx["calls"], start=1):
+            usage = yaml.safe_dump(call.get("usage") or {}, default_flow_style=True).strip()
+            elapsed = float(call.get("elapsed") or 0.0)
+            ended = (f"exit {call['exit']}" if call.get("exit") is not None
+                     else f"ended by {call.get('method') or 'a stop'}")
+            parts += ["", f"## Call {k} (attempt {call.get('attempt', 1)}, {elapsed:.3f}s, "
+                      f"{ended})", "", "### Prompt", "", "```",
+                      str(call["prompt"]).rstrip(), "```", "", "### Answer", "", "```",
+                      str(call.get("text") or "").rstrip(), "```", "", f"usage: {usage}"]
+            if call.get("error"):
+                parts.append(f"error: {call['error']}")
+        if ctx.get("error") and not ctx["calls"]:
+            parts += ["", f"error: {ctx['error']}"]
+        write_text(folder(c).iteration(n(c)) / "invocations" / f"{seq:03d}-{role}.md",
+                   "\n".join(parts) + "\n")
+
+    return {
+        "read_context": read_context, "mark_wip": mark_wip, "compose_prompt": compose_prompt,
+        "record_call": record_call, "transient_failure": transient_failure,
+        "record_stopped_call": record_stopped_call,
+        "schedule_retry": schedule_retry, "record_call_failure": record_call_failure,
+        "ingest_info": ingest_info, "ingest_steer": ingest_steer, "note_restart": note_restart,
+        "steer_changes_scope": steer_changes_scope,
+        "record_scope_blocker": record_scope_blocker, "mark_task_aborted": mark_task_aborted,
+        "record_abort_blocker": record_abort_blocker, "hold_pause": hold_pause,
+        "pause_is_held": pause_is_held, "save_progress": save_progress,
+        "record_step_failure": record_step_failure, "is_executor": is_executor,
+        "needs_gates": needs_gates, "gates_passed": gates_passed, "record_gates": record_gates,
+        "gate_attempts_left": gate_attempts_left, "hold_gate_feedback": hold_gate_feedback,
+        "fail_by_gates": fail_by_gates, "record_gates_error": record_gates_error,
+        "gates_failed": gates_failed, "verify": verify, "answer_blocked": answer_blocked,
+        "mark_task_failed": mark_task_failed, "write_report": write_report,
+        "write_record": write_record,
+    }
+
+
+def _signals(ctx: Any) -> list[dict[str, Any]]:
+    """The INFO and STEER messages this invocation's prompt shows."""
+    infos = [*ctx.get("info_messages", []),
+             *(i for i in ctx.get("learned", []) if i not in ctx.get("info_messages", []))]
+    return ([{"type": "INFO", "message": m} for m in infos]
+            + [{"type": "STEER", "message": m} for m in ctx.get("steer_messages", [])])

@@ -117,6 +117,27 @@ def test_progress_watch_counts_unchanged_invocations() -> None:
     assert [watch.observe(d) for d in ("a", "a", "a", "b", "b")] == [0, 1, 2, 0, 1]
 
 
+def test_progress_watch_sees_a_loop_as_no_progress() -> None:
+    """Rejected, replanned, redone the same way: the states repeat, nothing is new."""
+    watch = ProgressWatch()
+    cycle = ["done", "rejected", "replanned"]
+    counts = [watch.observe(d) for d in cycle * 3]
+    assert counts == [0, 0, 0, 1, 2, 3, 4, 5, 6]
+    again = ProgressWatch(watch.digest, count=watch.count, seen=watch.seen)
+    assert again.observe("done") == 7 and again.observe("new") == 0  # across a resume
+
+
+def test_digest_sees_content_not_rewrites(tmp_path: Path) -> None:
+    (tmp_path / "src.py").write_text("x = 1\n")
+    cache: dict[tuple[str, int, int], str] = {}
+    first = progress_digest(tmp_path, cache=cache)
+    os.utime(tmp_path / "src.py", ns=(1, 1))  # rewritten the same: not progress
+    (tmp_path / "src.py").write_text("x = 1\n")
+    assert progress_digest(tmp_path, cache=cache) == first
+    (tmp_path / "src.py").write_text("x = 2\n")
+    assert progress_digest(tmp_path, cache=cache) != first
+
+
 def test_transient_classification() -> None:
     policy = RetryPolicy(exit_codes=(75, 143), output_patterns=(r"^No messages returned$",
                                                                 r"rate.?limit"))

@@ -1,0 +1,126 @@
+"""Ralph sessions end to end: `interlock ralph ...` as real processes in a project folder,
+the demo agents (or fake CLIs) as real processes, signals as real files. Waits are on
+files, bounded; nothing sleeps for time."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal as signal_module
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+INTERLOCK = [sys.executable, "-m", "interlock.runtime.cli"]
+#: An executor slow enough for a signal to arrive while it runs (0.3 s a line of answer).
+SLOW = "executor: {cli: demo, delay: 300ms}"
+
+
+def cli(root: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*INTERLOCK, *args], cwd=root, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def start(root: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([*INTERLOCK, *args], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[int, str]:
+    _, err = proc.communicate(timeout=timeout)
+    return proc.returncode, err
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 45.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def session(root: Path, ident: str = "s") -> Path:
+    return root / ".ralph-sessions" / ident
+
+
+def meta(root: Path, ident: str = "s") -> dict[str, Any]:
+    path = session(root, ident) / "metadata.yaml"
+    return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+
+
+def state(root: Path, ident: str = "s") -> str | None:
+    return (meta(root, ident).get("orchestrator") or {}).get("state")
+
+
+def progress(root: Path, n: int = 1, ident: str = "s") -> str:
+    path = session(root, ident) / "iterations" / str(n) / "progress.md"
+    return path.read_text() if path.exists() else ""
+
+
+def invocation(root: Path, name: str, n: int = 1, ident: str = "s") -> str:
+    """iterations/<n>/invocations/<name>.md (``002-executor``)."""
+    return (session(root, ident) / "iterations" / str(n) / "invocations" / f"{name}.md"
+            ).read_text()
+
+
+def invocations(root: Path, role: str, n: int = 1, ident: str = "s") -> list[str]:
+    folder = session(root, ident) / "iterations" / str(n) / "invocations"
+    return [p.read_text() for p in sorted(folder.glob(f"*-{role}.md"))]
+
+
+def processed(root: Path, ident: str = "s") -> list[dict[str, Any]]:
+    """The archived signals, oldest first, each with its handling metadata."""
+    folder = session(root, ident) / "signals" / "processed"
+    return [yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*.yaml"))]
+
+
+def pending(root: Path, ident: str = "s") -> list[str]:
+    folder = session(root, ident) / "signals" / "inputs"
+    return sorted(p.name for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def project(root: Path, agents: str = "", ralph: str = "",
+            request: str = "write the parser; write the report\ntest it") -> None:
+    """interlock.yaml (a short knowledge approval unless ``ralph`` sets one) and
+    ``ralph init --id s``."""
+    if "knowledge_approval_timeout" not in ralph:
+        ralph = f"knowledge_approval_timeout: 100ms\n  {ralph}"
+    text = f"ralph:\n  {ralph}\n"
+    if agents:
+        text += "agents:\n" + "".join(f"  {line}\n" for line in agents.splitlines())
+    (root / "interlock.yaml").write_text(text)
+    done = cli(root, "ralph", "init", "--id", "s", "--request", request)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "s"
+
+
+def signal(root: Path, kind: str, message: str = "", *extra: str) -> None:
+    done = cli(root, "signal", "s", kind, *([message] if message else []), *extra)
+    assert done.returncode == 0, done.stderr
+
+
+def processes_in(root: Path) -> list[int]:
+    """Live processes whose working folder is ``root`` (agents left behind)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "cwd").readlink() == root:
+                stat = (entry / "stat").read_text()
+                if stat.rsplit(")", 1)[1].split()[0] != "Z":
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_leftovers(root: Path) -> None:
+    for pid in processes_in(root):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal_module.SIGKILL)
