@@ -1,143 +1,181 @@
-"""Cassettes: a real demo agent run is recorded, then replayed by the replayer process
-through the real dispatcher to the same result and the same files."""
+"""Cassettes around the engine's invoke: real agents run under a recorder process and
+are played back by the replayer process, each started by a real session's ``agent:``
+invoke (spooling, completion detection and cancel for real), to the same answers and the
+same files."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interlock.runtime.agents.adapters import agent_command, polling_for
+from interlock.runtime.agents.base import AgentLaunch
 from interlock.runtime.agents.cassette import (
     CassetteError,
     CassetteMismatch,
     CassettePlayer,
     CassetteRecorder,
+    cassette,
+    launch_digest,
     read_cassette,
 )
-from interlock.runtime.agents.config import AgentConfig
-from interlock.runtime.dispatch import AgentCommand, Dispatch, DispatchResult
-from interlock.runtime.dispatch.config import PollingConfiguration
-from interlock.runtime.ralph.config import RalphConfig, RetryPolicy
-from interlock.runtime.ralph.invocation import invoke
+from interlock.runtime.engine.invoke import AgentResolver, ResolvedAgent
+from interlock.runtime.engine.invoke_agents import agent_resolver
+from interlock.runtime.engine.runner import Runner
+from interlock.runtime.store.sqlite import SqliteStore
 
-EXECUTOR = AgentConfig.model_validate({"cli": "demo", "role": "executor", "delay": 0.05})
-
-
-def _prompt(root: Path) -> str:
-    return (f"Task: T1 write the parser\nWorkdir: {root / 'work'}\n"
-            f"Knowledge: {root / 'knowledge'}\nRequest: parse the file\n")
+from support.invoke_helpers import BINDINGS, run_until
 
 
-async def _run(runner: CassetteRecorder | CassettePlayer, command: AgentCommand,
-               polling: PollingConfiguration) -> DispatchResult:
-    return await runner(Dispatch(command, polling))
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = SqliteStore(tmp_path / "state.db")
+    yield s
+    s.close()
 
 
-def _files(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*"))
+def spec(*agents: str, prompt: str = "{{ context.topic }}") -> str:
+    """One invoking state per agent (in parallel regions when there are several); each
+    done/error is kept in ``outcome`` under the agent's name."""
+    if len(agents) == 1:
+        body = (f"  working:\n    invoke: {{id: {agents[0]}, agent: {agents[0]}, "
+                f"prompt: {json.dumps(prompt)}, timeout: 30s}}\n"
+                f"    on: {{done.invoke: {{target: done, actions: [keep]}}, "
+                f"error.invoke: {{target: done, actions: [keep]}}}}\n")
+        return ("machine: taped\ninitial: working\ncontext:\n"
+                "  topic: {type: str, default: parse the file}\n"
+                "  outcome: {type: dict, default: {}}\n  ticks: {type: int, default: 0}\n"
+                f"states:\n{body}  done: {{type: final}}\n")
+    regions = "".join(
+        f"      {name}:\n        initial: {name}_run\n        states:\n"
+        f"          {name}_run:\n            invoke: {{id: {name}, agent: {name}, "
+        f"prompt: {name}, timeout: 30s}}\n"
+        f"            on: {{done.invoke.{name}: {name}_done}}\n"
+        f"          {name}_done: {{type: final}}\n" for name in agents)
+    return ("machine: taped\ninitial: both\ncontext:\n"
+            "  outcome: {type: dict, default: {}}\n  ticks: {type: int, default: 0}\n"
+            f"states:\n  both:\n    type: parallel\n    states:\n{regions}")
+
+
+def play(store: SqliteStore, folder: Path, text: str, agents: AgentResolver,
+         session_id: str = "s1") -> dict[str, Any]:
+    """Run a session of ``text`` to its end; its ``outcome``."""
+    runner, _ = Runner.open(store, text, str(folder / "spec.yaml"), session_id=session_id,
+                            bindings=BINDINGS, folder=folder / session_id, agents=agents)
+    try:
+        run_until(runner, lambda: runner.session.is_final or (
+            any(s.endswith("_done") for s in runner.session.active)
+            and not any(s.endswith("_run") for s in runner.session.active)))
+    finally:
+        runner.close()
+    return dict(store.get(session_id).snapshot["context"]["outcome"])
+
+
+def commands(**programs: str) -> AgentResolver:
+    """Agents that run ``python -c PROGRAM``, the prompt on stdin."""
+    def resolve(name: str, prompt: str) -> ResolvedAgent:
+        return ResolvedAgent(AgentLaunch((sys.executable, "-c", programs[name]),
+                                         stdin=prompt))
+    return resolve
+
+
+def files(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*.md"))
             if p.is_file()}
 
 
-def test_record_then_replay_gives_the_same_result_and_files(tmp_path: Path) -> None:
+def test_record_then_replay_gives_the_same_answer_and_files(tmp_path: Path) -> None:
     recorded_root, replayed_root = tmp_path / "rec", tmp_path / "play"
     recorded_root.mkdir()
     replayed_root.mkdir()
-    cassette = tmp_path / "run.cassette.jsonl"
-    polling = polling_for(EXECUTOR)
+    tape = tmp_path / "run.cassette.jsonl"
+    prompt = ("Task: T1 write the parser\nWorkdir: {{ context.topic }}\n"
+              "Request: parse the file\n")
 
-    command = agent_command(EXECUTOR, _prompt(recorded_root), name="executor")
-    recorded = asyncio.run(_run(CassetteRecorder(cassette, root=recorded_root), command,
-                                polling))
-    assert recorded.polling.success
-    written = _files(recorded_root)
+    def run(root: Path, wrap: Callable[[AgentResolver], AgentResolver]) -> dict[str, Any]:
+        opened = SqliteStore(root / "state.db")
+        try:
+            text = spec("executor", prompt=prompt.replace("{{ context.topic }}", str(root)))
+            return play(opened, root, text, wrap(agent_resolver(root)))
+        finally:
+            opened.close()
+
+    recorded = run(recorded_root, CassetteRecorder(tape, root=recorded_root).wrap)
+    assert recorded["result"]["success"] and recorded["answer"]["status"] == "done"
+    written = files(recorded_root)
     assert written, "the demo executor writes its task file"
+    [record] = read_cassette(tape)
+    assert (record.seq, record.name) == (1, "executor") and record.chunks
+    assert record.argv[-2:] == ("--role", "executor")  # the agent's argv, not the recorder's
+    assert {f.path for f in record.files} >= {"T1.md"}
+    assert str(recorded_root) not in tape.read_text()
 
-    records = read_cassette(cassette)
-    assert [r.seq for r in records] == [1]
-    record = records[0]
-    assert record.name == "executor" and record.chunks
-    assert [c.at for c in record.chunks] == sorted(c.at for c in record.chunks)
-    assert {f.path for f in record.files} == set(written)
-
-    player = CassettePlayer(cassette, root=replayed_root, speed=4.0)
-    # the prompt names the other folder: the recorded folder is a placeholder in the digest
-    replay_command = agent_command(EXECUTOR, _prompt(replayed_root), name="executor")
-    replayed = asyncio.run(_run(player, replay_command, polling))
-    for field in ("success", "exit_code", "status", "completion_method", "verdict"):
-        assert getattr(replayed.polling, field) == getattr(recorded.polling, field), field
-    assert replayed.polling.stdout == recorded.polling.stdout.replace(
-        str(recorded_root), str(replayed_root))
-    assert replayed.argv[1:3] == ("-m", "interlock.runtime.agents.replay")
-    assert _files(replayed_root) == {
-        name: text.replace(str(recorded_root), str(replayed_root))
-        for name, text in written.items()}
-    assert str(recorded_root) not in cassette.read_text()
+    player = CassettePlayer(tape, root=replayed_root, speed=4.0)
+    replayed = run(replayed_root, player.wrap)
+    assert player.unplayed == 0
+    assert replayed["answer"] == json.loads(json.dumps(recorded["answer"]).replace(
+        str(recorded_root), str(replayed_root)))
+    for key in ("success", "exitCode", "status", "completionMethod"):
+        assert replayed["result"][key] == recorded["result"][key], key
+    assert files(replayed_root) == {name: text.replace(str(recorded_root), str(replayed_root))
+                                    for name, text in written.items()}
 
 
-def test_a_different_prompt_is_refused_clearly(tmp_path: Path) -> None:
-    cassette = tmp_path / "c.jsonl"
-    command = AgentCommand((sys.executable, "-c", "print('v: ok')"), prompt="first",
-                           name="reviewer")
-    polling = PollingConfiguration.model_validate({"minOutputLength": 0})
-    asyncio.run(_run(CassetteRecorder(cassette), command, polling))
-    player = CassettePlayer(cassette)
-    other = AgentCommand(command.argv, prompt="second", name="reviewer")
+def test_a_different_invocation_is_refused_clearly(store: SqliteStore, tmp_path: Path) -> None:
+    tape = tmp_path / "c.jsonl"
+    agents = commands(reviewer="import sys; sys.stdin.read(); print('v: ok')")
+    play(store, tmp_path, spec("reviewer"), CassetteRecorder(tape).wrap(agents))
+    player = CassettePlayer(tape)
+    other = AgentLaunch(("anything",), stdin="another prompt")
     with pytest.raises(CassetteMismatch, match=r"invocation 1 \(reviewer\): the prompt "
                        r"differs from the recorded one"):
-        player.command(other)
-    assert player.command(command).argv[3:5] == (str(cassette.resolve()), "1")
-    with pytest.raises(CassetteMismatch, match=r"invocation 2 \(reviewer\) is not recorded: "
-                       r"the cassette holds 1 invocation"):
-        player.command(command)
+        player.next_record("reviewer", launch_digest(other))
+    with pytest.raises(CassetteMismatch, match=r"recorded for agent 'reviewer', not 'x'"):
+        player.next_record("x", launch_digest(other))
+    # through the engine, a mismatch is the invoke's spawn_error, named
+    outcome = play(store, tmp_path, spec("reviewer").replace("parse the file", "other"),
+                   player.wrap(agents), session_id="s2")
+    assert outcome["reason"] == "spawn_error" and "prompt differs" in outcome["message"]
+    assert player.wrap(agents)("reviewer", "parse the file").launch.argv[3:5] == (
+        str(tape.resolve()), "1")
+    with pytest.raises(CassetteMismatch, match=r"invocation 2 \(reviewer\) is not recorded"):
+        player.wrap(agents)("reviewer", "parse the file")
 
 
-def test_retries_and_failures_replay_too(tmp_path: Path) -> None:
-    """A transient failure then a success: both attempts are recorded, and the replay
-    retries exactly as the recorded run did, with the recorded exit codes."""
-    script = tmp_path / "flaky.py"
-    script.write_text(
-        "import pathlib, sys\nc = pathlib.Path(sys.argv[1])\n"
-        "n = int(c.read_text()) + 1 if c.exists() else 1\nc.write_text(str(n))\n"
-        "if n == 1:\n    print('No messages returned', file=sys.stderr); sys.exit(1)\n"
-        "print('v: done')\n")
-    command = AgentCommand((sys.executable, str(script), str(tmp_path / "n")), prompt="go",
-                           name="executor")
-    polling = PollingConfiguration.model_validate({"minOutputLength": 0})
-    config = RalphConfig(retry=RetryPolicy(output_patterns=("No messages",), attempts=3))
-
-    async def no_wait(seconds: float) -> None:
-        return None
-
-    cassette = tmp_path / "c.jsonl"
-    first = asyncio.run(invoke(command, polling, config, runner=CassetteRecorder(cassette),
-                               sleep=no_wait))
-    again = asyncio.run(invoke(command, polling, config, runner=CassettePlayer(cassette,
-                               speed=10), sleep=no_wait))
-    assert [a.result.polling.exit_code for a in again.attempts] == [
-        a.result.polling.exit_code for a in first.attempts] == [1, 0]
-    assert again.result.polling.stdout == first.result.polling.stdout == "v: done\n"
-    assert "No messages returned" in again.attempts[0].result.polling.stderr
+def test_failures_replay_with_their_exit_codes(store: SqliteStore, tmp_path: Path) -> None:
+    tape = tmp_path / "c.jsonl"
+    flaky = ("import sys; sys.stdin.read(); print('No messages returned', file=sys.stderr);"
+             " sys.exit(75)")
+    agents = commands(executor=flaky)
+    first = play(store, tmp_path, spec("executor"), CassetteRecorder(tape).wrap(agents))
+    again = play(store, tmp_path, spec("executor"), CassettePlayer(tape, speed=10).wrap(
+        agents), session_id="s2")
+    assert first["reason"] == again["reason"] == "exit_nonzero"
+    assert first["result"]["exitCode"] == again["result"]["exitCode"] == 75
+    assert "No messages returned" in again["result"]["stderr"]
 
 
-def test_a_stopped_agent_lingers_in_replay_until_stopped(tmp_path: Path) -> None:
-    """An agent stopped by the dispatcher after its answer (no exit code) is replayed by a
-    process that also never exits by itself: the dispatcher ends it the same way."""
-    cassette = tmp_path / "c.jsonl"
+def test_a_stopped_agent_lingers_in_replay_until_stopped(store: SqliteStore,
+                                                         tmp_path: Path) -> None:
+    """An agent stopped after its answer (the end marker; no exit code) is replayed by a
+    process that also never exits by itself: the invoke ends it the same way."""
+    tape = tmp_path / "c.jsonl"
     linger = "import time; print('v: ok\\n...', flush=True); time.sleep(300)"
-    command = AgentCommand((sys.executable, "-c", linger), name="reviewer")
-    polling = PollingConfiguration.model_validate({"minOutputLength": 0})
-    recorded = asyncio.run(_run(CassetteRecorder(cassette), command, polling))
-    replayed = asyncio.run(_run(CassettePlayer(cassette), command, polling))
-    assert recorded.polling.exit_code is None and recorded.polling.success
-    assert (replayed.polling.exit_code, replayed.polling.completion_method,
-            replayed.polling.stdout) == (None, recorded.polling.completion_method,
-                                         recorded.polling.stdout)
+    agents = commands(reviewer=linger)
+    recorded = play(store, tmp_path, spec("reviewer"), CassetteRecorder(tape).wrap(agents))
+    [record] = read_cassette(tape)
+    assert record.exit_code is None and record.status == "stopped"
+    replayed = play(store, tmp_path, spec("reviewer"), CassettePlayer(tape).wrap(agents),
+                    session_id="s2")
+    assert (replayed["result"]["exitCode"], replayed["result"]["completionMethod"],
+            replayed["answer"]) == (None, recorded["result"]["completionMethod"],
+                                    recorded["answer"])
 
 
 def test_bad_cassettes_name_the_line(tmp_path: Path) -> None:
@@ -152,51 +190,43 @@ def test_bad_cassettes_name_the_line(tmp_path: Path) -> None:
         read_cassette(tmp_path / "absent.jsonl")
 
 
-def test_non_utf8_output_round_trips(tmp_path: Path) -> None:
-    cassette = tmp_path / "c.jsonl"
+def test_non_utf8_output_round_trips(store: SqliteStore, tmp_path: Path) -> None:
+    tape = tmp_path / "c.jsonl"
     raw = "import sys; sys.stdout.buffer.write(b'v: ok\\n# \\xff\\xfe\\n'); sys.stdout.flush()"
-    command = AgentCommand((sys.executable, "-c", raw), name="x")
-    polling = PollingConfiguration.model_validate({"minOutputLength": 0})
-    asyncio.run(_run(CassetteRecorder(cassette), command, polling))
-    record = read_cassette(cassette)[0]
+    play(store, tmp_path, spec("x"), CassetteRecorder(tape).wrap(commands(x=raw)))
+    record = read_cassette(tape)[0]
     assert b"".join(c.data for c in record.chunks if c.stream == "stdout") == (
         b"v: ok\n# \xff\xfe\n")
 
 
-def test_parallel_invocations_replay_in_the_order_they_started(tmp_path: Path) -> None:
-    """The slow reviewer starts first and ends last: it stays invocation 1."""
-    cassette = tmp_path / "c.jsonl"
-    polling = PollingConfiguration.model_validate({"minOutputLength": 0})
-
-    def reviewer(name: str, delay: float) -> AgentCommand:
-        code = f"import time; time.sleep({delay}); print('v: {name}')"
-        return AgentCommand((sys.executable, "-c", code), prompt=name, name=name)
-
-    async def both(runner: CassetteRecorder | CassettePlayer) -> list[DispatchResult]:
-        commands = [reviewer("slow", 0.6), reviewer("fast", 0.0)]
-        return list(await asyncio.gather(*(runner(Dispatch(c, polling)) for c in commands)))
-
-    recorded = asyncio.run(both(CassetteRecorder(cassette)))
-    lines = [json.loads(line)["seq"] for line in cassette.read_text().splitlines()]
-    assert lines == [2, 1]  # written as they ended
-    assert [r.name for r in read_cassette(cassette)] == ["slow", "fast"]
-    replayed = asyncio.run(both(CassettePlayer(cassette, speed=2)))
-    assert [r.polling.stdout for r in replayed] == [r.polling.stdout for r in recorded] == [
-        "v: slow\n", "v: fast\n"]
+def test_parallel_invocations_replay_in_the_order_they_started(store: SqliteStore,
+                                                               tmp_path: Path) -> None:
+    """Two regions invoke at once; each invocation keeps the number it started with, the
+    lines are written as they end, and a replay gives each its own record."""
+    tape = tmp_path / "c.jsonl"
+    agents = commands(slow="import time; time.sleep(0.6); print('v: slow')",
+                      fast="print('v: fast')")
+    recorder = CassetteRecorder(tape)
+    play(store, tmp_path, spec("slow", "fast"), recorder.wrap(agents))
+    records = read_cassette(tape)
+    assert sorted(r.name or "" for r in records) == ["fast", "slow"]
+    by_name = {r.name: r for r in records}
+    assert b"".join(c.data for c in by_name["slow"].chunks) == b"v: slow\n"
+    player = CassettePlayer(tape, speed=2)
+    play(store, tmp_path, spec("slow", "fast"), player.wrap(agents), session_id="s2")
+    assert player.unplayed == 0
 
 
-def test_cassette_runner_chooses(tmp_path: Path) -> None:
-    from interlock.runtime.agents.cassette import cassette_runner
-
-    assert cassette_runner() is None
-    recorder = cassette_runner(record=tmp_path / "c.jsonl", root=tmp_path)
+def test_cassette_chooses(tmp_path: Path) -> None:
+    assert cassette() is None
+    recorder = cassette(record=tmp_path / "c.jsonl", root=tmp_path)
     assert isinstance(recorder, CassetteRecorder)
-    player = cassette_runner(replay=tmp_path / "c.jsonl", speed=3)
+    player = cassette(replay=tmp_path / "c.jsonl", speed=3)
     assert isinstance(player, CassettePlayer) and player.unplayed == 0
     with pytest.raises(ValueError, match="cannot be used together"):
-        cassette_runner(record=tmp_path / "a", replay=tmp_path / "b")
+        cassette(record=tmp_path / "a", replay=tmp_path / "b")
     with pytest.raises(CassetteError):
-        cassette_runner(replay=tmp_path / "absent.jsonl")
+        cassette(replay=tmp_path / "absent.jsonl")
 
 
 @settings(max_examples=100, deadline=None)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import doctest
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from interlock.runtime.ralph import gates as gates_module
 from interlock.runtime.ralph.config import Gate
@@ -117,38 +121,45 @@ def test_docstring_examples() -> None:
     assert result.attempted > 0 and result.failed == 0
 
 
-def test_gates_after_a_real_executor_accept_or_fail_the_task(tmp_path: Path) -> None:
-    """The demo executor writes work/T1.md; a gate that wants it passes, a gate that
-    wants more fails the task after its attempts, its output fed back each time."""
-    import asyncio
+def test_the_gates_process_reports_a_verdict_document(tmp_path: Path) -> None:
+    """``python -m interlock.runtime.ralph.gates PROJECT``: what the subagent's gating state
+    invokes. Its answer is one YAML document with seed 001's verdict field."""
+    (tmp_path / "interlock.yaml").write_text(
+        "ralph:\n  gates:\n    - {name: exists, command: 'test -f T1.md'}\n"
+        "    - {name: says, command: 'echo checked; grep -q pass T1.md'}\n")
+    gates = [sys.executable, "-m", "interlock.runtime.ralph.gates", str(tmp_path)]
+    failed = subprocess.run(gates, capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 0 and failed.stdout.endswith("...\n")
+    report = yaml.safe_load(failed.stdout.removesuffix("...\n"))
+    assert report["v"] == "NO-GO" and report["passed"] is False
+    assert [r["passed"] for r in report["results"]] == [False, False]
+    (tmp_path / "T1.md").write_text("all tests pass\n")
+    passed = yaml.safe_load(subprocess.run(gates, capture_output=True, text=True,
+                                           timeout=60).stdout.removesuffix("...\n"))
+    assert passed["v"] == "GO" and "checked" in passed["results"][1]["output"]
+    assert GateReport.from_json(passed).passed
+    assert gate_decision(GateReport.from_json(report), 1, 2).feedback.count("## gate") == 2
+    (tmp_path / "interlock.yaml").write_text("ralph: {gates: 3}\n")
+    broken = subprocess.run(gates, capture_output=True, text=True, timeout=60)
+    assert broken.returncode == 2 and "interlock.yaml:1" in broken.stderr
 
-    from interlock.runtime.agents.adapters import agent_command, polling_for
-    from interlock.runtime.agents.config import AgentConfig
-    from interlock.runtime.ralph.config import RalphConfig
-    from interlock.runtime.ralph.invocation import invoke
 
-    executor = AgentConfig.model_validate({"cli": "demo", "role": "executor"})
-    config = RalphConfig(gate_attempts=2)
-    exists = _gate("exists", "test -f work/T1.md")
-    strict = _gate("strict", "grep -q 'all tests pass' work/T1.md || "
-                   "{ echo 'work/T1.md lacks: all tests pass'; exit 1; }")
-
-    def attempt(feedback: str) -> None:
-        prompt = f"Task: T1 write it\nWorkdir: {tmp_path / 'work'}\n{feedback}"
-        outcome = asyncio.run(invoke(agent_command(executor, prompt, name="executor"),
-                                     polling_for(executor), config))
-        assert outcome.ok
-
-    attempt("")
-    assert gate_decision(run_gates([exists], tmp_path), 1, config.gate_attempts).action == (
-        "accept")
-    feedback, decisions = "", []
-    for number in range(1, config.gate_attempts + 1):
-        attempt(feedback)
-        decision = gate_decision(run_gates([exists, strict], tmp_path), number,
-                                 config.gate_attempts)
-        decisions.append(decision.action)
-        feedback = decision.feedback
-        assert "work/T1.md lacks: all tests pass" in feedback
-    assert decisions == ["retry", "fail"]
-    assert decision.reason == "gates failed 2 time(s): strict"
+def test_a_stopped_gates_process_stops_the_gate_running(tmp_path: Path) -> None:
+    """An ABORT cancels the gating invoke: SIGTERM to the gates process, which stops the
+    gate it runs (a process group of its own) before it goes."""
+    pidfile = tmp_path / "gate.pid"
+    (tmp_path / "interlock.yaml").write_text(
+        "ralph:\n  gates:\n    - {name: slow, command: 'echo $$ > gate.pid; exec sleep 300'}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "interlock.runtime.ralph.gates",
+                             str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline, "the gate did not start"
+        time.sleep(0.01)
+    gate = int(pidfile.read_text())
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 5
+    while _alive(gate) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the kernel reaping the killed gate, bounded
+    assert not _alive(gate)
