@@ -130,8 +130,10 @@ def _evaluate(expression: str, variables: Mapping[str, Any], origin: Mark | str 
     except jinja2.TemplateError as exc:
         raise PromptError(f"{what}: {exc}", _place(origin, what, None)) from None
     if isinstance(value, jinja2.Undefined):  # e.g. a missing item of a mapping
-        raise PromptError(f"{what}: {expression.strip()} is undefined",
-                          _place(origin, what, None))
+        name = getattr(value, "_undefined_name", None)
+        label = f"undefined variable {name!r}" if name else "undefined value"
+        raise PromptError(f"{what}: {label} ({expression.strip()} is undefined)",
+                          _place(origin, what, None), name)
     return value
 
 
