@@ -15,7 +15,7 @@ clock, processes or databases; reading a spec file is the only I/O (``load``).
 
 from interlock.machines.backends.calls import UnboundNameError
 from interlock.machines.bindings import Binding, Bindings, Call
-from interlock.machines.checked import check_ir, load_checked
+from interlock.machines.checked import check_ir, ir_of, load_checked
 from interlock.machines.compile import compile
 from interlock.machines.context import Problem, check_context, context_message
 from interlock.machines.diagnostics import Diagnostic, Mark, Severity, SpecError
@@ -43,6 +43,7 @@ __all__ = [
     "check_ir",
     "compile",
     "context_message",
+    "ir_of",
     "lint",
     "load",
     "load_checked",

@@ -18,6 +18,7 @@ interlock.machines.diagnostics.SpecError: m.yaml:4:16: error M201: ...
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,7 +29,15 @@ from interlock.machines.lint import lint
 from interlock.machines.loader import load, loads
 from interlock.machines.spec import Spec
 
-__all__ = ["check_ir", "load_checked"]
+__all__ = ["check_ir", "ir_of", "load_checked"]
+
+
+@functools.lru_cache(maxsize=64)
+def ir_of(text: str, file: str = "<string>") -> MachineIR:
+    """The IR of a spec's text, built once per process for the same text and file name
+    (parsing is most of the cost of compiling; the IR is frozen, so sharing it is safe).
+    Raises :class:`SpecError` like :func:`~interlock.machines.loader.loads`."""
+    return build_ir(loads(text, file))
 
 
 def check_ir(

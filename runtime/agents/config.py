@@ -20,6 +20,7 @@ are taken from the folder of the project file.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -234,12 +235,19 @@ def load_agents(path: Path | str) -> dict[str, AgentConfig]:
         reason = "is a directory" if file.is_dir() else f"cannot be read: {exc.strerror or exc}"
         raise AgentConfigError([error("Y011", f"the project file {reason}",
                                       Mark(str(file), 1, 1))]) from None
+    return dict(_parsed_agents(raw, str(file), str(file.resolve().parent)))
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_agents(raw: bytes, file: str, folder: str) -> tuple[tuple[str, AgentConfig], ...]:
+    """The agents of one version of a project file, parsed once per process (every invoke
+    resolves its agent through the file, read again each time so that an edit applies)."""
     try:
-        document = parse_yaml(raw, str(file))
+        document = parse_yaml(raw, file)
     except SpecError as exc:
         raise AgentConfigError(exc.diagnostics) from None
     data = document.data.get(SECTION) if isinstance(document.data, Mapping) else None
-    return parse_agents(data, document.source, (SECTION,), file.resolve().parent)
+    return tuple(parse_agents(data, document.source, (SECTION,), Path(folder)).items())
 
 
 def resolve_agent(name: str, agents: Mapping[str, AgentConfig]) -> AgentConfig | None:

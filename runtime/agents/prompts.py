@@ -21,6 +21,7 @@ renders to nothing but whitespace is an error too.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -88,13 +89,20 @@ def _place(origin: Mark | str | None, file: str, line: int | None) -> Mark:
     return Mark(file, line or 1, 1)
 
 
+@functools.lru_cache(maxsize=128)
+def _template(source: str, name: str, filename: str) -> jinja2.Template:
+    """A template compiled once per process for the same text (a session renders the
+    same few templates over and over); a syntax error is raised, and not kept."""
+    env = _environment()
+    env.loader = jinja2.FunctionLoader(lambda _: (source, filename, lambda: True))
+    return env.get_template(name)
+
+
 def _render(source: str, name: str, variables: Mapping[str, Any],
             origin: Mark | str | None, what: str) -> str:
     filename = f"<prompt {name}>" if origin is not None or not Path(name).exists() else name
-    env = _environment()
-    env.loader = jinja2.FunctionLoader(lambda _: (source, filename, lambda: True))
     try:
-        template = env.get_template(name)
+        template = _template(source, name, filename)
         return template.render(variables)
     except jinja2.TemplateSyntaxError as exc:
         mark = _place(origin, name, exc.lineno)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from interlock.machines import build_ir, check_context, load_checked, loads
+from interlock.machines import check_context, ir_of, load_checked
 from interlock.machines.bindings import Bindings, Call
 from interlock.machines.context import context_message
 from interlock.machines.events import reserved_reason
@@ -191,7 +191,7 @@ def resolve_bindings(bindings: BindingsArg, spec_text: str, spec_path: str,
         bound: dict[str, Any] = dict(load_bindings(bindings) if isinstance(bindings, str)
                                      else bindings or {})
     if allow_unbound:
-        ir = build_ir(loads(spec_text, spec_path))
+        ir = ir_of(spec_text, spec_path)
         missing_guards = [g for g in ir.guards if g not in bound]
         missing_actions = [a for a in ir.actions if a not in bound]
         bound.update(dict.fromkeys(missing_actions, _noop))
@@ -496,7 +496,7 @@ def _send(store: Store, session_id: str, event: str, data: dict[str, Any],
         if entry.event != event or entry.kind not in ("event", "rejected"):
             continue
         if entry.kind == "rejected":
-            ir = build_ir(loads(row.spec_text, row.spec_path))
+            ir = ir_of(row.spec_text, row.spec_path)
             return SendReceipt(session_id, event, "rejected", entry.before,
                                accepted_events(ir, entry.before), entry.note)
         return SendReceipt(session_id, event, "taken", entry.after)
@@ -510,7 +510,7 @@ def _check_event_of(row: SessionRow, event: str) -> None:
     from interlock.machines.diagnostics import did_you_mean
     from interlock.machines.events import descriptor_matches
 
-    ir = build_ir(loads(row.spec_text, row.spec_path))
+    ir = ir_of(row.spec_text, row.spec_path)
     if any(descriptor_matches(d, event) for d in ir.events):
         return
     hint = did_you_mean(event, ir.events)

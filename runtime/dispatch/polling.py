@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from interlock.machines import Call, compile, load
+from interlock.machines import Call, MachineIR, compile, ir_of
 from interlock.machines.backends.base import CompiledMachine
 from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.dispatch.config import PollingConfiguration
@@ -90,6 +90,13 @@ def _polling_spec_path() -> Path:
     return resolve_spec("polling_state")
 
 
+@functools.lru_cache(maxsize=1)
+def _polling_ir() -> MachineIR:
+    """The built-in polling_state machine, parsed once per process."""
+    path = _polling_spec_path()
+    return ir_of(path.read_text(encoding="utf-8"), str(path))
+
+
 def new_dispatch_id() -> str:
     return uuid.uuid4().hex
 
@@ -127,7 +134,7 @@ class Dispatch:
     # -- the machine ------------------------------------------------------------------
 
     def _compile(self) -> CompiledMachine:
-        return compile(load(_polling_spec_path()), bindings=self._bindings())
+        return compile(_polling_ir(), bindings=self._bindings())
 
     def _context(self) -> dict[str, Any]:
         c = self.config

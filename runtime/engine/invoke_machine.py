@@ -219,7 +219,7 @@ class ChildRun:
 
     def _settled(self, status: str) -> ChildEnd:
         """A child that ended while no runner ran (its end was not reported yet)."""
-        from interlock.machines import build_ir, loads
+        from interlock.machines import ir_of
         from interlock.runtime.engine.snapshot import Snapshot
 
         row = self.setup.store.get(self.session_id)
@@ -227,7 +227,7 @@ class ChildRun:
         kind = {"finished": "finished", "failed": "failed"}.get(status, "cancelled")
         state = None
         if kind == "finished":
-            states = build_ir(loads(row.spec_text, row.spec_path)).states
+            states = ir_of(row.spec_text, row.spec_path).states
             state = next((s for s in snapshot.configuration
                           if s in states and states[s].is_final and states[s].parent is None),
                          None)

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from interlock.machines import SpecError, compile, loads
+from interlock.machines import SpecError, compile, ir_of
 from interlock.machines.backends.base import CompiledMachine
 from interlock.machines.bindings import Bindings
-from interlock.machines.ir import INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX, build_ir
+from interlock.machines.ir import INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX
 from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.engine.async_bindings import LoopRef, bridge
 from interlock.runtime.engine.children import stop_descendants
@@ -781,7 +781,7 @@ def _acquire(store: Store, session_id: str, owner: str, ttl: float, clock: Clock
 
 def _compile(spec_text: str, spec_path: str, bindings: Bindings | None) -> CompiledMachine:
     try:
-        ir = build_ir(loads(spec_text, spec_path))
+        ir = ir_of(spec_text, spec_path)
         guarded = guard_bindings(bindings, ir) if bindings is not None else None
         return compile(ir, bindings=guarded)
     except SpecError:
