@@ -145,9 +145,12 @@ def test_accept_route_and_config(tmp_path: Path) -> None:
 
 def test_a_poller_that_answers_out_of_shape_is_retried_then_reported(tmp_path: Path) -> None:
     script = tmp_path / "bad_poller.py"
+    # Count the call before answering: the answer ends in the "..." end marker, and the
+    # dispatcher may stop the agent as soon as it has read it.
     script.write_text("import sys\nsys.stdin.read()\n"
-                      "print('questions:\\n- {id: q1, kind: radio, prompt: Why}\\n...')\n"
-                      "open('calls', 'a').write('x')\n")
+                      "with open('calls', 'a') as calls:\n    calls.write('x')\n"
+                      "print('questions:\\n- {id: q1, kind: radio, prompt: Why}\\n...',"
+                      " flush=True)\n")
     (tmp_path / "interlock.yaml").write_text(
         f"agents:\n  poller: {{cli: command, command: [{sys.executable}, {script}], "
         f"cwd: {tmp_path}}}\n")
