@@ -32,7 +32,9 @@ stage = found.group(1) if found else "?"
 with Path(args.calls).open("a") as calls:
     calls.write(f"{stage} {os.getpid()}\n")
 if stage == args.hold:
-    Path(args.held).write_text(f"{os.getpid()}\n")
+    written = Path(args.held + ".tmp")
+    written.write_text(f"{os.getpid()}\n")
+    written.replace(args.held)  # whole, or not there at all
     while not Path(args.go).exists():  # the agent at work, until the test lets it answer
         time.sleep(0.01)
 if stage == args.fail:
