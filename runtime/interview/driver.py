@@ -231,7 +231,11 @@ def _outcome(live: LiveSession, view: View) -> Outcome:
 def run_interview(runner: Runner, front: FrontEnd) -> Outcome:
     """Run the poller session of ``runner`` with ``front`` asking, until it is over; the
     runner is closed afterwards (an agent still working is stopped)."""
-    live = LiveSession(runner, at_question)
+    try:
+        live = LiveSession(runner, at_question)
+    except BaseException:
+        runner.close()
+        raise
     try:
         return drive_interview(live, front)
     except KeyboardInterrupt as exc:
@@ -347,8 +351,8 @@ def resume_interview(poller_id: str, front: FrontEnd, machines: Machines) -> Out
     review menu how it ended."""
     poller = machines.open("poller_interview", poller_id, poller_bindings(machines.stage),
                            agent=machines.agent or machines.agent_of(poller_id))
-    menu_id = str(poller.session.context.get("menu_session") or "")
     outcome = run_interview(poller, front)
+    menu_id = str(poller.session.context.get("menu_session") or "")
     if menu_id and machines.taken(menu_id):
         menu = machines.open("review_menu", menu_id, menu_bindings(machines.stage))
         try:
