@@ -15,6 +15,8 @@ are taken from the folder of the project file.
 
 >>> default_agents()["planner"].role
 'planner'
+>>> default_agents()["poller"].role
+'questioner'
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ from interlock.runtime.agents.base import AgentCli, AgentLaunch
 SECTION = "agents"
 ROLES: tuple[str, ...] = ("planner", "executor", "reviewer", "questioner", "librarian")
 Role = Literal["planner", "executor", "reviewer", "questioner", "librarian"]
+# Agent names a built-in spec invokes that stand for a demo role offline: the poller of
+# the review interview (specs/poller_interview.yaml, seed 000) asks as the questioner.
+DEMO_STAND_INS: dict[str, Role] = {"poller": "questioner"}
 OutputFormat = Literal["yaml", "json", "text"]
 
 # Diagnostic codes of the agents: section (printed like the spec codes of machines/).
@@ -130,8 +135,10 @@ class AgentConfig(BaseModel):
 
 
 def default_agents() -> dict[str, AgentConfig]:
-    """The offline demo roles, used for every role name no configuration defines."""
-    return {role: AgentConfig.model_validate({"cli": "demo", "role": role}) for role in ROLES}
+    """The offline demo roles, used for every role name no configuration defines, and the
+    stand-ins of :data:`DEMO_STAND_INS` (``poller``: the demo questioner)."""
+    agents = {role: AgentConfig.model_validate({"cli": "demo", "role": role}) for role in ROLES}
+    return {**agents, **{name: agents[role] for name, role in DEMO_STAND_INS.items()}}
 
 
 # ---------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from interlock.runtime.interview.driver import resume_interview as _resume
 from interlock.runtime.interview.driver import review as _review
 from interlock.runtime.interview.frontends import AnswersError, JsonLines, ScriptedAnswers
 from interlock.runtime.interview.frontends import load_answers as _load_answers
-from interlock.runtime.interview.poller import AgentPoller, Poller, PollerFailed, choose_agent
+from interlock.runtime.interview.poller import PollerFailed, choose_agent
 from interlock.runtime.interview.protocol import AnswerValue, Question
 
 __all__ = ["EXIT_CODES", "FrontEnd", "JsonLines", "Outcome", "Question", "ScriptedAnswers",
@@ -51,15 +51,18 @@ def terminal_ui() -> FrontEnd:
     return TerminalUI()
 
 
-def _poller(agent: str | None, base: Path) -> Poller:
+def _poller(agent: str | None, base: Path) -> str | None:
+    """``agent`` if interlock.yaml (or the demo roles) has it; UsageError otherwise. The
+    agent itself is resolved again at each of its calls (the spec's invoke)."""
     from interlock.runtime.agents.config import AgentConfigError
 
     try:
-        return AgentPoller(choose_agent(agent, base), base)
+        choose_agent(agent, base)
     except AgentConfigError as exc:
         raise UsageError(str(exc.diagnostics[0])) from None
     except PollerFailed as exc:
         raise UsageError(str(exc)) from None
+    return agent
 
 
 def _front(front: FrontEnd | None, answers: Sequence[AnswerValue] | None) -> FrontEnd:

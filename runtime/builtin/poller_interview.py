@@ -1,7 +1,7 @@
-"""The runtime side of ``poller_interview``: the poller agent (the ``poller`` agent of
-interlock.yaml, else the demo questioner) and staging into the store; ``--demo`` answers
-the seed's path: category A, narrow A, Close, D (combination: wrong metric + too specific),
-Correct."""
+"""The runtime side of ``poller_interview``: staging into the store. The poller agent is
+the spec's invoke (``agent: poller``: the ``poller`` agent of interlock.yaml, else the demo
+questioner), resolved by the runner; ``--demo`` answers the seed's path: category A,
+narrow A, Close, D (combination: wrong metric + too specific), Correct."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 from interlock.machines.bindings import Bindings
 from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
 from interlock.runtime.interview.bindings import StageConfig, poller_bindings
-from interlock.runtime.interview.poller import AgentPoller, choose_agent
 
 
 def stager(setup: BuiltinSetup) -> StageConfig:
@@ -33,8 +32,7 @@ def stager(setup: BuiltinSetup) -> StageConfig:
 
 
 def bindings(setup: BuiltinSetup) -> Bindings:
-    poller = AgentPoller(choose_agent(None, setup.root), setup.root)
-    return poller_bindings(poller, stager(setup))
+    return poller_bindings(stager(setup))
 
 
 # (state to wait for, event, data): the seed's path through the interview

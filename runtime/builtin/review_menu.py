@@ -45,20 +45,16 @@ def bindings(setup: BuiltinSetup) -> Bindings:
 def _interview(poller_id: str, context: dict[str, Any], root: Path) -> str:
     """Run the forked interview to its end with the scripted answers; its resolution."""
     from interlock.runtime.interview.bindings import poller_bindings
-    from interlock.runtime.interview.driver import Machines, drive_interview
+    from interlock.runtime.interview.driver import Machines, run_interview
     from interlock.runtime.interview.frontends import ScriptedAnswers
-    from interlock.runtime.interview.poller import AgentPoller, choose_agent
     from interlock.runtime.store import open_store
 
     store = open_store(None, root)
     try:
-        machines = Machines(store, root, AgentPoller(choose_agent(None, root), root))
-        runner = machines.open("poller_interview", poller_id,
-                               poller_bindings(machines.poller, machines.stage), context)
-        try:
-            return drive_interview(runner, ScriptedAnswers(list(DEMO_ANSWERS))).resolution
-        finally:
-            runner.close()
+        machines = Machines(store, root)
+        runner = machines.open("poller_interview", poller_id, poller_bindings(machines.stage),
+                               context)
+        return run_interview(runner, ScriptedAnswers(list(DEMO_ANSWERS))).resolution
     finally:
         store.close()
 

@@ -475,7 +475,7 @@ def review(
 
     Retry, deepen and redirect fork a poller interview that stages a correction in
     staged_configs[NODE]. Exit 0 resolved (or accepted, configured, routed), 1 failed,
-    3 aborted, 4 timed out, 5 round limit.
+    3 aborted, 4 timed out, 5 round limit, 130 interrupted.
     """
     from interlock.runtime.cli.review import run_review
 

@@ -2,7 +2,7 @@
 
 Thin: parse, call the façade (:mod:`interlock.runtime`), print. Exit codes of review:
 0 resolved / accepted / configured / routed, 1 failed, 2 usage, 3 aborted, 4 timed out,
-5 round limit.
+5 round limit, 130 interrupted (the poller agent at work is stopped; --resume continues).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_USAGE, err, fail
 from interlock.runtime.cli.sessions import _guard
 
 out = Console(highlight=False, soft_wrap=True)
+EXIT_INTERRUPTED = 130
 
 
 def _read_output(source: str) -> str:
@@ -91,6 +92,12 @@ def run_review(output: str | None, node: str | None, agent: str | None, answers:
         return _guard(body)
     except ValueError as exc:  # an --answers item that does not fit its question
         return fail(str(exc), EXIT_USAGE)
+    except KeyboardInterrupt as exc:  # the poller agent at work, if any, is stopped
+        poller_id = getattr(exc, "poller_id", None)
+        hint = (f"; continue with: interlock review --resume {poller_id}" if poller_id
+                else "")
+        err.print(escape(f"interrupted{hint}"))
+        return EXIT_INTERRUPTED
 
 
 def run_staged(node: str, as_json: bool, consume: bool, store: str | None) -> int:

@@ -1,12 +1,14 @@
 """One interview machine, any front end: the loop that shows questions and sends answers.
 
 The review menu and the poller interview are real sessions of ``review_menu`` and
-``poller_interview`` (journaled in the store, each with its own id), stepped here in the
-caller's thread. After every step the session's ``context.question`` is the question on
-screen; the front end returns an answer (or raises :class:`Aborted` / :class:`NoAnswer`)
-and :func:`answer_events` turns it into the machine's events. Killed half-way, the poller
-session is where its last committed step left it: :func:`resume_interview` asks the next
-unanswered question with the earlier answers kept.
+``poller_interview`` (journaled in the store, each with its own id). The menu has no
+agent and is stepped here in the caller's thread. The poller interview invokes its agent
+(``invoke:`` in ``consulting``), so its runner runs on its own (:class:`LiveSession`):
+the front end waits until the session is at a question, shows ``context.question``, and
+the answer goes into the session's inbox as the machine's events
+(:func:`answer_events`). Killed half-way, the poller session is where its last committed
+step left it: :func:`resume_interview` asks the next unanswered question with the earlier
+answers kept, and an agent call in flight is adopted (``on_resume: adopt``).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from interlock.machines.bindings import Bindings
 from interlock.runtime.engine.clock import Clock, SystemClock
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.runner import Runner
+from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.interview.bindings import menu_bindings, new_poller_id, poller_bindings
-from interlock.runtime.interview.poller import Poller
+from interlock.runtime.interview.live import LiveSession, View
+from interlock.runtime.interview.poller import DEFAULT_AGENT, poller_resolver
 from interlock.runtime.interview.protocol import (
     CLOSE_EVENTS,
     ECHO_EVENTS,
@@ -36,7 +40,8 @@ from interlock.runtime.store import SessionNotFound, Store
 
 Resolution = Literal["resolved", "aborted", "timed_out", "round_limit", "accepted",
                      "configured", "routed", "failed"]
-FINAL_RESOLUTIONS: tuple[str, ...] = ("resolved", "aborted", "timed_out", "round_limit")
+FINAL_RESOLUTIONS: tuple[str, ...] = ("resolved", "aborted", "timed_out", "round_limit",
+                                      "failed")
 EXIT_CODES: dict[str, int] = {"resolved": 0, "accepted": 0, "configured": 0, "routed": 0,
                               "failed": 1, "aborted": 3, "timed_out": 4, "round_limit": 5}
 HARNESSES = ("claude", "codex", "opencode", "gemini", "command", "demo")
@@ -48,6 +53,15 @@ class Aborted(Exception):
 
 class NoAnswer(Exception):
     """No answer came before the question's deadline."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a poller interview: its agent was stopped, and the session keeps its
+    last committed step (``poller_id``: continue with ``interlock review --resume``)."""
+
+    def __init__(self, poller_id: str) -> None:
+        super().__init__(poller_id)
+        self.poller_id = poller_id
 
 
 class FrontEnd(Protocol):
@@ -89,11 +103,12 @@ class Outcome:
 
 @dataclass
 class Machines:
-    """Where the specs are and how sessions are stepped."""
+    """Where the specs are, how sessions are opened, and which agent plays the poller
+    (``agent``: a name from interlock.yaml; None: ``poller``, else the demo questioner)."""
 
     store: Store
     root: Path
-    poller: Poller
+    agent: str | None = None
     clock: Clock = field(default_factory=SystemClock)
     ttl: float = 3600.0
 
@@ -101,8 +116,9 @@ class Machines:
         self.store.stage_config(node, config, self.clock.now())
 
     def open(self, spec: str, session_id: str, bindings: Bindings,
-             context: Mapping[str, Any] | None = None) -> Runner:
-        """A runner holding the session: created with ``context``, or (None) resumed."""
+             context: Mapping[str, Any] | None = None, *, agent: str | None = None) -> Runner:
+        """A runner holding the session: created with ``context``, or (None) resumed.
+        ``agent`` plays its ``agent: poller`` invokes (default: :attr:`agent`)."""
         from interlock.runtime.builtin.specs import resolve_spec
         from interlock.runtime.signals.session_feed import session_dir
 
@@ -112,7 +128,8 @@ class Machines:
         bound = with_session(bindings, SessionContext.of(session_id, folder, self.clock))
         runner, _ = Runner.open(self.store, text, str(path), session_id=session_id,
                                 bindings=bound, clock=self.clock, context=context,
-                                ttl=self.ttl)
+                                ttl=self.ttl, folder=folder,
+                                agents=poller_resolver(self.root, agent or self.agent))
         return runner
 
     def taken(self, session_id: str) -> bool:
@@ -121,6 +138,12 @@ class Machines:
         except SessionNotFound:
             return False
         return True
+
+    def agent_of(self, session_id: str) -> str | None:
+        """The agent a stored interview was started with (its context's ``agent``)."""
+        context = Snapshot.from_json(self.store.get(session_id).snapshot).context
+        found = context.get("agent")
+        return found if isinstance(found, str) and found else None
 
 
 # -- answers -> events -------------------------------------------------------------------
@@ -153,41 +176,74 @@ def _default(state: str, question: Question, context: Mapping[str, Any]) -> Answ
 QUESTION_STATES = ("category_question", "narrow_question", "close_menu", "multi_select", "echo")
 
 
-def _state(runner: Runner) -> str:
-    return next((s for s in runner.session.active if s in QUESTION_STATES), "")
+def _state(active: tuple[str, ...]) -> str:
+    return next((s for s in active if s in QUESTION_STATES), "")
 
 
-def drive_interview(runner: Runner, front: FrontEnd) -> Outcome:
-    """Ask until the poller session is final; returns its outcome (no ``finish`` call)."""
-    from interlock.runtime.engine.faults import StepFailed
+def at_question(active: tuple[str, ...]) -> bool:
+    """Whether the poller session waits for the player (not for its agent)."""
+    return bool(_state(active))
 
-    try:
-        while not runner.session.is_final:
-            ctx = runner.session.context
-            question = Question.model_validate(ctx["question"])
-            state = _state(runner)
-            try:
-                answer = front.ask(question, session=runner.session_id,
-                                   default=_default(state, question, ctx),
-                                   deadline=runner.session.next_deadline())
-            except NoAnswer:
-                runner.pump()  # the idle timer fires once its deadline has passed
-                continue
-            except Aborted:
-                runner.send("abort")
-                break
-            answer = question.check(answer)
-            for event, data in answer_events(state, question, answer,
-                                             list(ctx.get("selected_issues") or [])):
-                runner.send(event, data)
-    except StepFailed as exc:
-        return Outcome("failed", runner.session_id, None, message=str(exc))
-    ctx = runner.session.context
-    final = next((s for s in runner.session.active if s in FINAL_RESOLUTIONS), "aborted")
+
+def drive_interview(live: LiveSession, front: FrontEnd) -> Outcome:
+    """Ask until the poller session is over; returns its outcome (no ``finish`` call)."""
+    view = live.settle()
+    while not (view.final or live.ended):
+        question = Question.model_validate(view.context["question"])
+        state = _state(view.active)
+        try:
+            answer = front.ask(question, session=live.session_id,
+                               default=_default(state, question, view.context),
+                               deadline=view.deadline)
+        except NoAnswer:
+            view = live.wait_for_step(view)  # the idle timer fires by the session clock
+            continue
+        except Aborted:
+            view = live.send([("abort", {})])
+            continue
+        answer = question.check(answer)
+        view = live.send(answer_events(state, question, answer,
+                                       list(view.context.get("selected_issues") or [])))
+    return _outcome(live, view)
+
+
+def _outcome(live: LiveSession, view: View) -> Outcome:
+    ctx = view.context
+    answers = dict(ctx.get("answers") or {})
+    ended = live.outcome
+    if ended is not None and ended.kind == "failed":
+        return Outcome("failed", live.session_id, None, message=str(ended.failure),
+                       answers=answers)
+    if ended is not None and ended.kind in ("cancelled", "removed"):
+        return Outcome("aborted", live.session_id, None,
+                       message=f"the interview was {ended.kind}"
+                               + (f": {ended.reason}" if ended.reason else ""),
+                       answers=answers)
+    final = next((s for s in view.active if s in FINAL_RESOLUTIONS), "aborted")
     node = str(ctx.get("source_node") or "")
     staged = (ctx.get("staged_configs") or {}).get(node) if final == "resolved" else None
-    return Outcome(final, runner.session_id, staged,  # type: ignore[arg-type]
-                   answers=dict(ctx.get("answers") or {}))
+    failure = ctx.get("failure") if final == "failed" else None
+    message = str(failure.get("message")) if isinstance(failure, dict) else None
+    return Outcome(final, live.session_id, staged, message=message,  # type: ignore[arg-type]
+                   answers=answers)
+
+
+def run_interview(runner: Runner, front: FrontEnd) -> Outcome:
+    """Run the poller session of ``runner`` with ``front`` asking, until it is over; the
+    runner is closed afterwards (an agent still working is stopped)."""
+    try:
+        live = LiveSession(runner, at_question)
+    except BaseException:
+        runner.close()
+        raise
+    try:
+        return drive_interview(live, front)
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Interrupted):
+            raise
+        raise Interrupted(live.session_id) from None
+    finally:
+        live.close()  # an agent at work is stopped (journaled interrupted)
 
 
 # -- the review menu ---------------------------------------------------------------------
@@ -275,36 +331,29 @@ def _menu_choice(choice: str, request: ReviewRequest, front: FrontEnd, machines:
     menu.send(choice)
     poller_id = str(menu.session.context["poller_id"])
     try:
-        poller = machines.open("poller_interview", poller_id,
-                               poller_bindings(machines.poller, machines.stage),
+        poller = machines.open("poller_interview", poller_id, poller_bindings(machines.stage),
                                {"trigger": choice, "source_node": node, "unit": request.unit,
                                 "poller_id": poller_id, "output": request.output,
                                 "max_rounds": request.max_rounds,
                                 "idle_timeout": request.idle_timeout,
+                                "agent": machines.agent or DEFAULT_AGENT,
                                 "menu_session": menu.session_id})
-    except StepFailed as exc:  # the first question could not be had from the agent
+    except StepFailed as exc:  # the first step of the interview raised
         menu.send("aborted")
         return Outcome("failed", poller_id, None, message=str(exc))
-    try:
-        outcome = drive_interview(poller, front)
-    finally:
-        poller.close()
-    if outcome.resolution != "failed":
-        menu.send("resolved" if outcome.resolution == "resolved" else "aborted")
+    outcome = run_interview(poller, front)
+    menu.send("resolved" if outcome.resolution == "resolved" else "aborted")
     return outcome
 
 
 def resume_interview(poller_id: str, front: FrontEnd, machines: Machines) -> Outcome:
     """Continue a poller interview where its last committed step left it, then tell its
     review menu how it ended."""
-    poller = machines.open("poller_interview", poller_id,
-                           poller_bindings(machines.poller, machines.stage))
-    try:
-        outcome = drive_interview(poller, front)
-        menu_id = str(poller.session.context.get("menu_session") or "")
-    finally:
-        poller.close()
-    if menu_id and machines.taken(menu_id) and outcome.resolution != "failed":
+    poller = machines.open("poller_interview", poller_id, poller_bindings(machines.stage),
+                           agent=machines.agent or machines.agent_of(poller_id))
+    outcome = run_interview(poller, front)
+    menu_id = str(poller.session.context.get("menu_session") or "")
+    if menu_id and machines.taken(menu_id):
         menu = machines.open("review_menu", menu_id, menu_bindings(machines.stage))
         try:
             if "interviewing" in menu.session.active:

@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from support.cli import Cli
-from support.interview import SEED_ANSWERS, SEED_IDS, json_lines, without_time
+from support.interview import (
+    SEED_ANSWERS,
+    SEED_IDS,
+    calls,
+    gone,
+    json_lines,
+    use_fake_poller,
+    without_time,
+)
+from support.invoke_helpers import wait_for
 
 OUTPUT = "# Sprite sheet\nA design for 36 hex renders.\n"
 
@@ -132,6 +141,93 @@ def test_sigkill_mid_interview_then_resume_stages_the_same_config(
     assert done.returncode == 0
     assert without_time(after_kill) == without_time(json.loads(done.stdout.splitlines()[-1])
                                                     ["staged"])
+
+
+def _start_json(folder: Path) -> tuple[subprocess.Popen[str], Lines]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "interlock.runtime.cli", "review", "out.md", "--node",
+         "node_14", "--json"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, cwd=folder)
+    lines = Lines(proc)
+    assert "output" in lines.next()
+    return proc, lines
+
+
+def _answer(proc: subprocess.Popen[str], lines: Lines, count: int) -> None:
+    """Answer the first ``count`` questions of the seed's path."""
+    assert proc.stdin is not None
+    for qid, answer in zip(SEED_IDS[:count], SEED_ANSWERS[:count], strict=True):
+        assert lines.next()["id"] == qid
+        proc.stdin.write(json.dumps({"id": qid, "answer": answer}) + "\n")
+        proc.stdin.flush()
+
+
+def _kinds(cli: Cli, folder: Path) -> list[str]:
+    shown = cli("log", "poller-14-001", "--json", cwd=folder)
+    assert shown.returncode == 0, shown.stderr
+    return [json.loads(line)["kind"] for line in shown.stdout.splitlines()]
+
+
+def test_sigkill_while_the_agent_works_then_resume_adopts_the_same_agent(
+        cli: Cli, tmp_path: Path) -> None:
+    folder = _folder(tmp_path, "killed")
+    calls_file = use_fake_poller(folder, "--hold", "suggest")
+    proc, lines = _start_json(folder)
+    _answer(proc, lines, 3)  # menu, category, narrow: the agent drafts the interpretation
+    wait_for(lambda: (folder / "held").exists())
+    agent = int((folder / "held").read_text())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert not gone(agent)  # the agent does not depend on its runner
+
+    rest = _answers(folder, SEED_ANSWERS[3:])
+    resumed = subprocess.Popen(
+        [sys.executable, "-m", "interlock.runtime.cli", "review", "--resume", "poller-14-001",
+         "--answers", str(rest)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=folder)
+    wait_for(lambda: "adopted" in _kinds(cli, folder))  # on_resume: adopt
+    (folder / "go").touch()  # the adopted agent answers
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert [line.split(" -> ")[0] for line in out.splitlines() if " -> " in line] == [
+        "Is this what you meant?", "Close but not exactly... What's off?",
+        "Select all that apply:", "Is this what you meant?"]
+    assert calls(calls_file) == [("category", calls(calls_file)[0][1]),
+                                 ("narrow", calls(calls_file)[1][1]), ("suggest", agent),
+                                 ("refine", calls(calls_file)[3][1])]  # one suggest agent
+    assert gone(agent)
+    after_kill = json.loads(cli("staged", "node_14", "--json", cwd=folder).stdout)
+    whole = _folder(tmp_path, "whole")
+    done = _review_json(whole, json_lines(SEED_IDS, SEED_ANSWERS))
+    assert done.returncode == 0
+    assert without_time(after_kill) == without_time(json.loads(done.stdout.splitlines()[-1])
+                                                    ["staged"])
+
+
+def test_ctrl_c_while_the_agent_works_leaves_no_process_and_resume_asks_again(
+        cli: Cli, tmp_path: Path) -> None:
+    folder = _folder(tmp_path, "interrupted")
+    calls_file = use_fake_poller(folder, "--hold", "category")
+    proc, lines = _start_json(folder)
+    _answer(proc, lines, 1)  # menu: retry; the agent drafts the category question
+    wait_for(lambda: (folder / "held").exists())
+    agent = int((folder / "held").read_text())
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted; continue with: interlock review --resume poller-14-001" in err
+    assert "Traceback" not in err
+    assert gone(agent)  # the invoke's cancel stopped it before the command ended
+    assert "interrupted" in _kinds(cli, folder)
+
+    (folder / "go").touch()
+    resumed = cli("review", "--resume", "poller-14-001", "--answers",
+                  str(_answers(folder, SEED_ANSWERS[1:])), cwd=folder, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    stages = [stage for stage, _ in calls(calls_file)]
+    assert stages == ["category", "category", "narrow", "suggest", "refine"]  # asked anew
+    assert json.loads(cli("staged", "node_14", "--json", cwd=folder).stdout)["action"] == \
+        "retry"
 
 
 def test_exit_codes_and_user_mistakes(cli: Cli, tmp_path: Path) -> None:

@@ -122,8 +122,10 @@ def test_yaml_errors_keep_their_location(tmp_path: Path) -> None:
 
 def test_default_agents_are_the_demo_roles() -> None:
     agents = default_agents()
-    assert tuple(agents) == ROLES
-    assert all(a.cli == "demo" and a.role == name for name, a in agents.items())
+    assert tuple(agents) == (*ROLES, "poller")
+    assert all(a.cli == "demo" and a.role == name for name, a in agents.items()
+               if name in ROLES)
+    assert agents["poller"].role == "questioner"  # the interview's poller, offline
     configured = {"reviewer": AgentConfig(cli="claude")}
     assert resolve_agent("reviewer", configured) is configured["reviewer"]
     assert resolve_agent("planner", configured) == agents["planner"]

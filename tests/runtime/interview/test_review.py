@@ -15,7 +15,7 @@ from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.interview.frontends import ScriptedAnswers
 from interlock.runtime.interview.protocol import Question
 
-from support.interview import SEED_ANSWERS, SEED_IDS
+from support.interview import SEED_ANSWERS, SEED_IDS, calls, gone, use_fake_poller
 
 OUTPUT = "# Sprite sheet\nA design for 36 hex renders.\n"
 
@@ -51,10 +51,13 @@ def test_the_seed_path_stages_the_correction(tmp_path: Path) -> None:
     assert poller.status == "finished" and poller.active == ("resolved",)
     menu = runtime.sync.status(str(outcome.menu_id), root=tmp_path)
     assert menu.active == ("rerunning",)  # the unit re-runs with it; the menu is done
-    events = [e.event for e in runtime.sync.log("poller-14-001", root=tmp_path)
-              if e.kind == "event"]
-    assert events == ["answer", "answer", "close", "combination", "toggle", "toggle",
-                      "confirm", "correct"]
+    log = runtime.sync.log("poller-14-001", root=tmp_path)
+    done = "done.invoke.poller"  # the poller agent's reply: category, narrow, suggest, refine
+    assert [e.event for e in log if e.kind == "event"] == [
+        done, "answer", done, "answer", done, "close", "combination", "toggle", "toggle",
+        "confirm", done, "correct"]
+    assert [e.kind for e in log if e.kind in ("invoked", "cancelled", "interrupted")] == [
+        "invoked"] * 4  # one agent per stage, each finished before its state was left
 
 
 def test_back_at_every_level_keeps_the_answers(tmp_path: Path) -> None:
@@ -145,9 +148,12 @@ def test_accept_route_and_config(tmp_path: Path) -> None:
 
 def test_a_poller_that_answers_out_of_shape_is_retried_then_reported(tmp_path: Path) -> None:
     script = tmp_path / "bad_poller.py"
+    # Count the call before answering: the answer ends in the "..." end marker, and the
+    # dispatcher may stop the agent as soon as it has read it.
     script.write_text("import sys\nsys.stdin.read()\n"
-                      "print('questions:\\n- {id: q1, kind: radio, prompt: Why}\\n...')\n"
-                      "open('calls', 'a').write('x')\n")
+                      "with open('calls', 'a') as calls:\n    calls.write('x')\n"
+                      "print('questions:\\n- {id: q1, kind: radio, prompt: Why}\\n...',"
+                      " flush=True)\n")
     (tmp_path / "interlock.yaml").write_text(
         f"agents:\n  poller: {{cli: command, command: [{sys.executable}, {script}], "
         f"cwd: {tmp_path}}}\n")
@@ -157,6 +163,56 @@ def test_a_poller_that_answers_out_of_shape_is_retried_then_reported(tmp_path: P
     assert "out of shape 3 times" in outcome.message and "kind" in outcome.message
     assert (tmp_path / "calls").read_text() == "xxx"  # asked again, then reported
     assert ids(front) == ["menu"]  # never shown raw
+
+
+def test_a_poller_agent_that_fails_ends_the_interview_failed(tmp_path: Path) -> None:
+    calls_file = use_fake_poller(tmp_path, "--fail", "narrow")  # exits 3 at the 2nd call
+    outcome, front = review(tmp_path, ["retry", "A"])
+    assert (outcome.resolution, outcome.exit_code, outcome.staged) == ("failed", 1, None)
+    assert outcome.message is not None and "\n" not in outcome.message
+    assert "(exit_nonzero, narrow)" in outcome.message and "boom" in outcome.message
+    assert ids(front) == ["menu", "category"]
+    assert [stage for stage, _ in calls(calls_file)] == ["category", "narrow"]  # not retried
+    assert all(gone(pid) for _, pid in calls(calls_file))
+    poller = runtime.sync.status("poller-14-001", root=tmp_path)
+    assert poller.active == ("failed",)
+    assert poller.context["failure"]["reason"] == "exit_nonzero"
+    menu = runtime.sync.status(str(outcome.menu_id), root=tmp_path)
+    assert menu.active == ("reviewing",)  # back to the menu, nothing staged
+
+
+def test_a_poller_agent_that_cannot_start_is_a_spawn_error(tmp_path: Path) -> None:
+    (tmp_path / "interlock.yaml").write_text(
+        f"agents:\n  poller: {{cli: command, command: [{tmp_path / 'no-such-agent'}]}}\n")
+    outcome, front = review(tmp_path, ["redirect"])
+    assert (outcome.resolution, outcome.exit_code) == ("failed", 1)
+    assert outcome.message is not None and "(spawn_error, category)" in outcome.message
+    assert ids(front) == ["menu"]
+
+
+def test_an_agent_named_with_agent_plays_the_poller_and_is_kept_for_resume(
+        tmp_path: Path) -> None:
+    use_fake_poller(tmp_path)
+    text = (tmp_path / "interlock.yaml").read_text().replace("  poller:", "  asker:")
+    (tmp_path / "interlock.yaml").write_text(text)
+
+    class Killed(Exception):
+        pass
+
+    def die(question: Question, deadline: float | None) -> None:
+        if question.id == "echo":
+            raise Killed  # the process dies at the first echo
+
+    with pytest.raises(Killed):
+        runtime.review_blocking(OUTPUT, "node_14", root=tmp_path, agent="asker",
+                                front=ScriptedAnswers(SEED_ANSWERS, on_ask=die))
+    assert runtime.sync.status("poller-14-001", root=tmp_path).context["agent"] == "asker"
+    outcome = runtime.resume_blocking("poller-14-001", answers=SEED_ANSWERS[3:], root=tmp_path)
+    assert outcome.resolution == "resolved"
+    assert [stage for stage, _ in calls(tmp_path / "calls")] == [
+        "category", "narrow", "suggest", "refine"]  # asker again after the resume
+    with pytest.raises(runtime.UsageError, match="no agent 'nobody'"):
+        review(tmp_path, ["retry"], agent="nobody")
 
 
 def test_resume_asks_the_next_unanswered_question(tmp_path: Path) -> None:

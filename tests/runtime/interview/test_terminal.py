@@ -15,6 +15,9 @@ import pyte
 
 from interlock import runtime
 
+from support.interview import gone, use_fake_poller
+from support.invoke_helpers import wait_for
+
 COLUMNS, ROWS = 100, 60
 DOWN, ESC, BACKSPACE = "\x1b[B", "\x1b", "\x7f"
 
@@ -153,6 +156,22 @@ def test_esc_aborts_and_stages_nothing(tmp_path: Path) -> None:
     child.close()
     assert child.exitstatus == 3
     assert runtime.sync.staged("node_14", root=tmp_path) is None
+
+
+def test_ctrl_c_while_the_agent_works_stops_it(tmp_path: Path) -> None:
+    use_fake_poller(tmp_path, "--hold", "narrow")
+    child, recorder = spawn(tmp_path)
+    keys(child, recorder, [(r"^\? What should happen", "2"), (r"^\? What's wrong", "A")])
+    wait_for(lambda: (tmp_path / "held").exists())  # the agent drafts the next question
+    agent = int((tmp_path / "held").read_text())
+    child.sendcontrol("c")  # the terminal signals the command, not the agent (own session)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert gone(agent)
+    text = "\n".join(screen_of(recorder))
+    assert "interrupted; continue with: interlock review --resume poller-14-001" in text
+    assert "Traceback" not in text
 
 
 def test_accept_from_the_menu(tmp_path: Path) -> None:
