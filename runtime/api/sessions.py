@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -90,10 +91,13 @@ class SessionInfo:
     context: Mapping[str, Any]
     runner: RunnerInfo | None = None
     inbox: InboxCount | None = None  # inbox messages delivered to it (None: never any)
+    parent: str | None = None  # the session that invoked this one (a child machine's)
+    children: int = 0  # child machine sessions it invoked (in a listing)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id, "machine": self.machine, "spec": self.spec_path,
+            "parent": self.parent, "children": self.children,
             "status": self.status, "active": list(self.active), "seq": self.seq,
             "created_at": self.created_at, "updated_at": self.updated_at,
             "timers": [{"event": t.event, "state": t.state, "deadline": t.deadline}
@@ -547,19 +551,43 @@ async def status(session_id: str, *, store: str | None = None,
         return await asyncio.to_thread(_info, opened, row, time.time())
 
 
-async def sessions(*, store: str | None = None,
-                   root: Path | str | None = None) -> list[SessionInfo]:
-    """Every session in the store, oldest first."""
+async def sessions(*, store: str | None = None, root: Path | str | None = None,
+                   children: bool = False) -> list[SessionInfo]:
+    """The sessions in the store, oldest first; the child machine sessions an invoke
+    started (``parent`` set) only with ``children``, else counted in their parent's
+    ``children``."""
     def listed(opened: Store) -> list[SessionInfo]:
         now = time.time()
-        return [_info(opened, item.row, now, item.info)
-                for item in list_sessions(opened, now)]
+        infos = [_info(opened, item.row, now, item.info)
+                 for item in list_sessions(opened, now)]
+        ids = {i.id for i in infos}
+        infos = [replace(i, parent=parent_session(i.id, ids)) for i in infos]
+        counts: dict[str, int] = {}
+        for info in infos:
+            top = info.parent
+            while top is not None and (up := parent_session(top, ids)) is not None:
+                top = up
+            if top is not None:
+                counts[top] = counts.get(top, 0) + 1
+        return [replace(i, children=counts.get(i.id, 0)) for i in infos
+                if children or i.parent is None]
 
     try:
         with opened_store(store, root_of(root), create=False) as opened, translated():
             return await asyncio.to_thread(listed, opened)
     except NotFound:  # no store here: nothing has run, so there are no sessions
         return []
+
+
+_CHILD_ID = re.compile(r"^(?P<parent>.+)\.\d{4}-[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parent_session(session_id: str, known: Collection[str]) -> str | None:
+    """The session that invoked ``session_id`` (a child machine's id is
+    ``<parent>.<NNNN>-<invoke id>``), when it is among ``known``."""
+    found = _CHILD_ID.match(session_id)
+    parent = found.group("parent") if found else None
+    return parent if parent in known else None
 
 
 async def log(session_id: str, *, after_seq: int = -1, store: str | None = None,

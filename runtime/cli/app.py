@@ -205,12 +205,14 @@ def rm(
 @app.command("sessions")
 def sessions_(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    every: Annotated[bool, typer.Option(
+        "--all", help="List the child machine sessions invokes started, too.")] = False,
     store: StoreOpt = None,
 ) -> None:
     """List the sessions: id, spec, status, active states, last update."""
     from interlock.runtime.cli.sessions import list_sessions
 
-    raise typer.Exit(list_sessions(as_json, store))
+    raise typer.Exit(list_sessions(as_json, store, every))
 
 
 @app.command()

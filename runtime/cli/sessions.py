@@ -219,13 +219,14 @@ def remove_session(session_id: str, force: bool, store_url: str | None) -> int:
     return _guard(body)
 
 
-def list_sessions(as_json: bool, store_url: str | None) -> int:
+def list_sessions(as_json: bool, store_url: str | None, children: bool = False) -> int:
     def body() -> int:
-        infos = asyncio.run(runtime.sessions(store=store_url))
+        infos = asyncio.run(runtime.sessions(store=store_url, children=children))
         if as_json:
             json.dump([{"id": i.id, "spec": i.spec_path, "machine": i.machine,
                         "status": i.status, "active": list(i.active),
-                        "updated_at": i.updated_at} for i in infos], sys.stdout, indent=2)
+                        "updated_at": i.updated_at, "parent": i.parent,
+                        "children": i.children} for i in infos], sys.stdout, indent=2)
             sys.stdout.write("\n")
             return EXIT_OK
         if not infos:
@@ -235,9 +236,14 @@ def list_sessions(as_json: bool, store_url: str | None) -> int:
         for column in ("session", "spec", "status", "states", "updated"):
             table.add_column(column)
         for i in infos:
-            table.add_row(i.id, i.spec_path, i.status, ", ".join(i.active),
+            name = i.id + (f" (+{i.children} child)" if i.children == 1 else
+                           f" (+{i.children} children)" if i.children else "")
+            table.add_row(name, i.spec_path, i.status, ", ".join(i.active),
                           timestamp(i.updated_at))
         out.print(table)
+        if not children and any(i.children for i in infos):
+            err.print("child machine sessions are counted beside their parent; "
+                      "--all lists them")
         return EXIT_OK
 
     return _guard(body)

@@ -69,6 +69,8 @@ def test_run_drives_a_child_machine_and_rm_removes_it_with_its_parent(
     [answer] = [e for e in events if e["kind"] == "event"]
     assert answer["data"]["answer"] == {"v": "checked T1"}
     listed = cli("sessions", cwd=tmp_path).stdout
-    assert "p.0001-step" in listed
+    assert "p (+1 child)" in listed and "p.0001-step" not in listed
+    every = json.loads(cli("sessions", "--all", "--json", cwd=tmp_path).stdout)
+    assert [(s["id"], s["parent"]) for s in every] == [("p", None), ("p.0001-step", "p")]
     assert cli("rm", "p", cwd=tmp_path).returncode == 0
     assert cli("status", "p.0001-step", cwd=tmp_path).returncode != 0  # removed with it
