@@ -33,7 +33,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
                 "parse_signal_types",
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
     "ralph": ("ralph_init", "ralph_run", "ralph_resume", "ralph_status", "ralph_poll",
-              "ralph_folder", "ralph_watch", "RalphResult"),
+              "ralph_folder", "ralph_watch", "ralph_task_report", "RalphResult"),
     "inbox": ("post_message", "list_messages", "mark_message", "poll_settings",
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
               "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox"),
@@ -99,6 +99,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.ralph import ralph_resume as ralph_resume
     from interlock.runtime.api.ralph import ralph_run as ralph_run
     from interlock.runtime.api.ralph import ralph_status as ralph_status
+    from interlock.runtime.api.ralph import ralph_task_report as ralph_task_report
     from interlock.runtime.api.ralph import ralph_watch as ralph_watch
     from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
     from interlock.runtime.api.sessions import RunResult as RunResult

@@ -10,7 +10,7 @@ UI (default), a list of answers, or JSON lines (:mod:`interlock.runtime.intervie
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from interlock.runtime.interview.frontends import AnswersError, JsonLines, Scrip
 from interlock.runtime.interview.frontends import load_answers as _load_answers
 from interlock.runtime.interview.poller import PollerFailed, choose_agent
 from interlock.runtime.interview.protocol import AnswerValue, Question
+from interlock.runtime.interview.staged import staged_prompt as staged_prompt
 
 __all__ = ["EXIT_CODES", "FrontEnd", "JsonLines", "Outcome", "Question", "ScriptedAnswers",
            "consume_staged", "load_answers", "resume_review", "review", "staged",
@@ -152,21 +153,6 @@ async def consume_staged(node: str, *, store: str | None = None,
 
 
 def task_node(session_id: str, task_id: str) -> str:
-    """The node a Ralph task's review stages under: ``<session>-<task>``."""
-    node = f"{session_id}-{task_id}"
-    _check_node(node)
-    return node
-
-
-def staged_prompt(config: Mapping[str, Any]) -> str:
-    """The lines a unit's next prompt shows for a consumed staged config (seed 000)."""
-    action = config.get("action", "retry")
-    lines = [f"Previous output was corrected by the player (action: {action}, "
-             f"poller {config.get('poller_id') or '-'})."]
-    lines += [f"Correction: {c}" for c in config.get("corrections") or []]
-    lines += [f"Additional context: {c}" for c in config.get("context_additions") or []]
-    if action == "config":
-        lines += [f"{key.title()}: {config[key]}" for key in ("model", "harness", "tools")
-                  if config.get(key)]
-    lines.append("Restructure accordingly.")
-    return "\n".join(lines) + "\n"
+    """The node a Ralph task's review stages under: ``<session>-<task>``
+    (:func:`interlock.runtime.interview.staged.task_node`, checked as a user's input)."""
+    return _check_node(f"{session_id}-{task_id}")

@@ -36,6 +36,7 @@ __all__ = [
     "ralph_resume",
     "ralph_run",
     "ralph_status",
+    "ralph_task_report",
     "ralph_watch",
 ]
 
@@ -177,6 +178,7 @@ async def ralph_status(session_id: str, *, store: str | None = None,
         "id": session_id, "folder": str(folder.path), "stop_reason": meta.get("stop_reason"),
         "pending_signals": folder.mailbox().pending(), "invocations": invocations,
         "waiting_for": meta.get("waiting_for"),
+        "to_correct": _rejected(folder, n),
         "questions": (context.get("questions") or []) if meta.get("waiting_for") else [],
         "engine": engine,
     }
@@ -212,6 +214,19 @@ def _running_agent(session_id: str, store: str | None, root: Path) -> dict[str, 
             "attempt": tries[-1] if tries else 1, "last_lines": lines[-LAST_LINES:]}
 
 
+def _rejected(folder: RalphFolder, n: int) -> list[str]:
+    """Tasks a Reviewer rejected and no later iteration has done: a correction for each
+    can be staged with ``interlock ralph review ID TASK``."""
+    rejected: dict[str, None] = {}
+    for k in range(1, n + 1):
+        for task in folder.progress(k):
+            if str(task.reason or "").startswith("review:"):
+                rejected[task.id] = None
+            elif task.marker == "x":
+                rejected.pop(task.id, None)
+    return list(rejected)
+
+
 def _elapsed(meta: dict[str, Any], limits: dict[str, Any], status: str) -> float | None:
     """Seconds since the session started; for one that has ended, until it ended."""
     if "started_at" not in limits:
@@ -243,6 +258,27 @@ def _signals(folder: RalphFolder) -> list[dict[str, Any]]:
             data.get("message") or ""), "target": str(data.get("target") or "ALL"),
             "action": handling.get("action_taken"), "at": handling.get("handled_at")})
     return lines
+
+
+def ralph_task_report(session_id: str, task_id: str, *, root: Path | str | None = None
+                      ) -> tuple[Path, str]:
+    """The Executor's report on ``task_id`` (in the latest iteration that has one) and the
+    node its review stages a correction under (``<session>-<task>``): what ``interlock
+    ralph review ID TASK`` opens the review menu on. The next Executor invocation for
+    that task shows the staged correction in its prompt, and takes it."""
+    from interlock.runtime.api.interview import task_node
+
+    folder = _folder(session_id, root)
+    node = task_node(session_id, task_id)
+    reports = sorted(folder.path.glob(f"iterations/*/tasks/{task_id}.md"),
+                     key=lambda p: int(p.parent.parent.name)
+                     if p.parent.parent.name.isdigit() else 0)
+    if not reports:
+        known = sorted({p.stem for p in folder.path.glob("iterations/*/tasks/*.md")})
+        hint = f"; tasks with a report: {', '.join(known)}" if known else \
+            "; no task has a report yet"
+        raise NotFound(f"Ralph session {session_id} has no report on task {task_id!r}{hint}")
+    return reports[-1], node
 
 
 def ralph_poll(session_id: str, *, role: str, root: Path | str | None = None

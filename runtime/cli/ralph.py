@@ -1,4 +1,4 @@
-"""``interlock ralph init | run | resume | status | poll``: Ralph sessions (seed 004).
+"""``interlock ralph init | run | resume | status | review | poll``: Ralph sessions (seed 004).
 
 Thin: parse, call the façade (:mod:`interlock.runtime`), print.
 """
@@ -149,6 +149,9 @@ def status(
     for task in info["tasks"]:
         reason = f" — {task['note']}" if task["note"] else ""
         print(f"  [{task['marker']}] {task['id']}: {task['title']}{reason}")
+    for task_id in info.get("to_correct") or []:
+        print(f"  {task_id} was rejected by its review; stage a correction for its next "
+              f"run: interlock ralph review {info['id']} {task_id}")
     if info["pending_signals"]:
         print(f"  pending signals: {', '.join(info['pending_signals'])}")
     if info.get("questions"):
@@ -156,6 +159,31 @@ def status(
               f"{info['id']} --message \"...\"")
         for question in info["questions"]:
             print(f"    {question.get('id')}: {question.get('prompt')}")
+
+
+@ralph_app.command("review")
+def review(
+    session_id: IdArg,
+    task: Annotated[str, typer.Argument(metavar="TASK", help="The task id (T2).")],
+    agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="The poller "
+                                              "agent in interlock.yaml (default: poller, "
+                                              "else the demo questioner).")] = None,
+    answers: Annotated[Path | None, typer.Option("--answers", metavar="FILE", help="A YAML "
+                                                 "list of answers in the order asked.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Questions as JSON lines on stdout, "
+                                          "answers as JSON lines on stdin.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Review a task's report (the review menu, seed 000); a staged correction goes to the
+    next Executor invocation for that task, which shows it in its prompt and takes it."""
+    from interlock.runtime.cli.review import run_review
+
+    try:
+        report, node = runtime.ralph_task_report(session_id, task)
+    except runtime.InterlockError as exc:
+        raise typer.Exit(fail(str(exc), exc.exit_code)) from None
+    raise typer.Exit(run_review(str(report), node, agent, answers, as_json, None,
+                                f"Ralph-Executor ({session_id})", store, "10m", 8))
 
 
 @ralph_app.command("poll")

@@ -53,7 +53,7 @@ from interlock.runtime.ralph.limits import (
     check,
     progress_digest,
 )
-from interlock.runtime.ralph.subagent import subagent_bindings
+from interlock.runtime.ralph.subagent import StagedConfigs, subagent_bindings
 from interlock.runtime.store import Store, open_store
 from interlock.runtime.store.base import SessionNotFound
 
@@ -93,12 +93,13 @@ class RalphResult:
 
 
 def subagent_machines(root: Path, config: RalphConfig,
-                      attach: Callable[[Runner], Callable[[], None] | None] | None = None
-                      ) -> MachineResolver:
+                      attach: Callable[[Runner], Callable[[], None] | None] | None = None,
+                      staged: StagedConfigs | None = None) -> MachineResolver:
     """The machine resolver of a Ralph session: ``ralph_subagent`` bound to the sessions
-    under ``root``; ``attach`` gives each subagent session its signals."""
+    under ``root``; ``attach`` gives each subagent session its signals, ``staged`` the
+    corrections reviews staged."""
     text = spec_path(SUBAGENT).read_text(encoding="utf-8")
-    bindings = subagent_bindings(root, config)
+    bindings = subagent_bindings(root, config, staged=staged)
 
     def resolve(request: MachineRequest) -> ChildMachine:
         if request.name != SUBAGENT:
@@ -157,7 +158,8 @@ class RalphRun:
 
         runner, _ = Runner.open(store, spec_text, str(spec_path()), session_id=self.folder.id,
                                 bindings=bindings, context=context, agents=agents,
-                                machines=subagent_machines(self.root, self.config, attach),
+                                machines=subagent_machines(self.root, self.config, attach,
+                                                           staged=store),
                                 owner=self.owner)
         return runner
 

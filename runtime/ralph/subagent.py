@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -28,6 +28,7 @@ from interlock.machines.bindings import Bindings, Call
 from interlock.machines.durations import format_duration
 from interlock.runtime.agents.prompts import render_prompt
 from interlock.runtime.agents.roles import classify_steer
+from interlock.runtime.interview.staged import staged_prompt, task_node
 from interlock.runtime.ralph.config import RalphConfig
 from interlock.runtime.ralph.folder import RalphFolder, Task, write_text
 from interlock.runtime.ralph.gates import GateReport, gate_decision
@@ -44,10 +45,21 @@ def _message(c: Call) -> str:
     return str((c.data or {}).get("message") or "")
 
 
+class StagedConfigs(Protocol):
+    """Where a review stages corrections (the store: ``staged_configs``)."""
+
+    def staged_config(self, node: str) -> dict[str, Any] | None: ...
+
+    def consume_staged_config(self, node: str) -> dict[str, Any] | None: ...
+
+
 def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str = "",
+                      staged: StagedConfigs | None = None,
                       rng: random.Random | None = None) -> Bindings:
     """The bindings of every subagent session of the Ralph sessions under ``root``
-    (``default_session``: the Ralph session of one whose ``session`` is empty)."""
+    (``default_session``: the Ralph session of one whose ``session`` is empty).
+    ``staged``: the corrections staged by ``interlock ralph review ID TASK``; the
+    Executor's prompt for that task shows one, and Verify takes it (seed 000's unit)."""
     jitter = rng or random.Random()
 
     def folder(c: Call) -> RalphFolder:
@@ -78,7 +90,16 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
         if ident is not None:
             folder(c).mark(n(c), ident, "/")
 
+    def staged_node(c: Call) -> str | None:
+        ident = executor_task(c)
+        if staged is None or ident is None:
+            return None
+        return task_node(str(c.context.get("session") or default_session), ident)
+
     def compose_prompt(c: Call) -> None:
+        node = staged_node(c)
+        correction = staged.staged_config(node) if staged is not None and node else None
+        c.context["correction"] = staged_prompt(correction) if correction else None
         c.context["prompt"] = render_prompt(PROMPTS / f"{c.context['role']}.j2",
                                             context=dict(c.context), input=_prompt_input(c),
                                             signals=_signals(c.context))
@@ -93,6 +114,7 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
             "gate_feedback": ctx.get("gate_feedback") or "",
             "approval": brief.get("approval") or "", "answers": brief.get("answers") or "",
             "blockers": list(brief.get("blockers") or []),
+            "correction": ctx.get("correction") or "",
         }
         role = ctx.get("role")
         if role == "planner":
@@ -271,6 +293,9 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
         ctx, where = c.context, folder(c)
         answer = ctx.get("answer") or {}
         ctx["verified"] = True
+        node = staged_node(c)
+        if ctx.get("correction") and staged is not None and node:
+            staged.consume_staged_config(node)  # applied: taken once
         if ctx.get("role") == "reviewer" and task_id(c):
             write_text(where.iteration(n(c)) / "reviews" / f"{task_id(c)}.md",
                        yaml.safe_dump(answer, sort_keys=False, allow_unicode=True))

@@ -310,3 +310,33 @@ def test_a_loop_that_makes_no_progress_is_stopped(tmp_path: Path) -> None:
     data = meta(tmp_path)
     assert data["stop"]["reason"] == "no_progress"
     assert "ralph run s" in done.stderr
+
+
+def test_a_correction_staged_by_ralph_review_reaches_the_next_executor_once(
+        tmp_path: Path) -> None:
+    """A rejected task's report goes through the review menu (seed 000's retry path,
+    scripted); the correction is staged under the task's node, the next Executor
+    invocation of that task shows it in its prompt and takes it, exactly once."""
+    (tmp_path / "reject.yaml").write_text("answers:\n  - {verdict: retry}\n")
+    project(tmp_path, "reviewer: {cli: demo, script: reject.yaml}",
+            ralph="max_iterations: 1", request="write the parser")
+    first = cli(tmp_path, "ralph", "run", "s")
+    assert first.returncode == 3, first.stderr  # the rejection, then the limit
+    assert "[F] T1: write the parser — review: retry" in progress(tmp_path)
+    shown = cli(tmp_path, "ralph", "status", "s").stdout
+    assert "interlock ralph review s T1" in shown
+    (tmp_path / "answers.yaml").write_text("[retry, A, A, A]\n")
+    reviewed = cli(tmp_path, "ralph", "review", "s", "T1", "--answers", "answers.yaml")
+    assert reviewed.returncode == 0, reviewed.stderr
+    assert "staged: interlock staged s-T1" in reviewed.stderr
+    assert cli(tmp_path, "staged", "s-T1").returncode == 0
+    again = cli(tmp_path, "ralph", "run", "s", "--max-iterations", "2")
+    assert again.returncode == 0, again.stderr
+    executors = sorted((session(tmp_path) / "iterations/2/invocations").glob("*-executor.md"))
+    prompt = executors[0].read_text()
+    assert "Previous output was corrected by the player (action: retry" in prompt
+    assert "Correction: Add a 'Performance' section" in prompt
+    assert "[x] T1" in progress(tmp_path, 2)
+    assert cli(tmp_path, "staged", "s-T1").returncode == 1  # taken: it is not there any more
+    missing = cli(tmp_path, "ralph", "review", "s", "T9", "--answers", "answers.yaml")
+    assert missing.returncode == 1 and "no report on task 'T9'" in missing.stderr
