@@ -16,6 +16,7 @@ from interlock.runtime import DemoAnswerFormat as DemoFormat
 from interlock.runtime import DemoVerdict
 from interlock.runtime.cli.diagram import Format, run_diagram, run_diagram_all
 from interlock.runtime.cli.output import EXIT_USAGE, err, fail
+from interlock.runtime.cli.review_options import AnswersOpt, JsonLinesOpt, PollerAgentOpt
 from interlock.runtime.cli.validate import run_validate
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
@@ -457,13 +458,9 @@ def review(
                                                  "stdin.")] = None,
     node: Annotated[str | None, typer.Option("--node", help="The node whose output it is "
                                              "(key into staged_configs).")] = None,
-    agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="The poller "
-                                              "agent in interlock.yaml (default: poller, "
-                                              "else the demo questioner).")] = None,
-    answers: Annotated[Path | None, typer.Option("--answers", metavar="FILE", help="A YAML "
-                                                 "list of answers in the order asked.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Questions as JSON lines on stdout, "
-                                          "answers as JSON lines on stdin.")] = False,
+    agent: PollerAgentOpt = None,
+    answers: AnswersOpt = None,
+    as_json: JsonLinesOpt = False,
     resume_id: Annotated[str | None, typer.Option("--resume", metavar="POLLER_ID",
                                                   help="Continue a killed interview.")] = None,
     unit: Annotated[str, typer.Option("--unit", help="The unit that owns the node.")] = "",

@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from interlock import runtime
 from interlock.runtime.cli.output import EXIT_OK, EXIT_USAGE, err, fail
+from interlock.runtime.cli.review_options import AnswersOpt, JsonLinesOpt, PollerAgentOpt
 
 ralph_app = typer.Typer(help="Ralph orchestrator sessions (plan, execute, review, replan; "
                         "live signals).", no_args_is_help=True)
@@ -165,13 +166,9 @@ def status(
 def review(
     session_id: IdArg,
     task: Annotated[str, typer.Argument(metavar="TASK", help="The task id (T2).")],
-    agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="The poller "
-                                              "agent in interlock.yaml (default: poller, "
-                                              "else the demo questioner).")] = None,
-    answers: Annotated[Path | None, typer.Option("--answers", metavar="FILE", help="A YAML "
-                                                 "list of answers in the order asked.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Questions as JSON lines on stdout, "
-                                          "answers as JSON lines on stdin.")] = False,
+    agent: PollerAgentOpt = None,
+    answers: AnswersOpt = None,
+    as_json: JsonLinesOpt = False,
     store: StoreOpt = None,
 ) -> None:
     """Review a task's report (the review menu, seed 000); a staged correction goes to the
