@@ -119,12 +119,17 @@ def _render(source: str, name: str, variables: Mapping[str, Any],
         raise PromptError(f"{what}: {exc}", mark) from None
 
 
+@functools.lru_cache(maxsize=256)
+def _expression(expression: str) -> Any:
+    """A Jinja2 expression compiled once per process (raises TemplateSyntaxError)."""
+    return _environment().compile_expression(expression, undefined_to_none=False)
+
+
 def _evaluate(expression: str, variables: Mapping[str, Any], origin: Mark | str | None,
               what: str) -> Any:
     """The value of one Jinja2 expression (``{{ expression }}`` alone in an input string)."""
-    env = _environment()
     try:
-        value = env.compile_expression(expression, undefined_to_none=False)(**variables)
+        value = _expression(expression)(**variables)
     except jinja2.TemplateSyntaxError as exc:
         raise PromptError(f"{what}: template syntax error: {exc.message}",
                           _place(origin, what, exc.lineno)) from None
