@@ -79,13 +79,20 @@ def write_text(path: Path, text: str) -> None:
     write_atomically(path, text.encode("utf-8"), durable=False)
 
 
+# libyaml's loader and dumper when PyYAML has them (the runner rewrites metadata.yaml at
+# every state change): the same documents, several times faster
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def write_yaml(path: Path, data: dict[str, Any]) -> None:
-    write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000))
+    write_text(path, yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                               width=1000))
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
     except FileNotFoundError:
         return {}
     return data if isinstance(data, dict) else {}
