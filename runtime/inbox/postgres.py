@@ -61,6 +61,13 @@ Conn = psycopg.Connection[tuple[Any, ...]]
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 _SCHEMA_LOCK = 0x1A7E_1B0C
 
+# Both message indexes are partial, on the rows each search wants: queued messages in
+# order, and leases by their end. So no index but the primary key can serve a status
+# update's WHERE clause (id, token, source statuses), and the planner cannot pick one
+# and scan it (which a full (status, ...) index invited when the statistics said few
+# messages were in progress). The journal is keyed (message_id, n): one index, read by
+# message in order. Tables made by earlier versions keep their journal keys; their old
+# message indexes are replaced.
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS inbox_messages (
         id TEXT PRIMARY KEY,
@@ -77,19 +84,22 @@ SCHEMA = (
         created_at DOUBLE PRECISION NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL
     )""",
-    "CREATE INDEX IF NOT EXISTS inbox_messages_queue ON inbox_messages (status, created_at, id)",
-    """CREATE INDEX IF NOT EXISTS inbox_messages_leases ON inbox_messages (lease_until)
-       WHERE status IN ('in_progress', 'acked')""",
+    "DROP INDEX IF EXISTS inbox_messages_queue",
+    "DROP INDEX IF EXISTS inbox_messages_leases",
+    """CREATE INDEX IF NOT EXISTS inbox_messages_queued ON inbox_messages (created_at, id)
+       WHERE status = 'queued'""",
+    """CREATE INDEX IF NOT EXISTS inbox_messages_lease_until ON inbox_messages (lease_until)
+       WHERE lease_until IS NOT NULL""",
     """CREATE TABLE IF NOT EXISTS inbox_journal (
-        n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        n BIGINT GENERATED ALWAYS AS IDENTITY,
         message_id TEXT NOT NULL,
         at DOUBLE PRECISION NOT NULL,
         before_status TEXT NOT NULL,
         after_status TEXT NOT NULL,
         actor TEXT NOT NULL,
-        reason TEXT
+        reason TEXT,
+        PRIMARY KEY (message_id, n)
     )""",
-    "CREATE INDEX IF NOT EXISTS inbox_journal_by_message ON inbox_journal (message_id, n)",
     """CREATE TABLE IF NOT EXISTS inbox_settings (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
