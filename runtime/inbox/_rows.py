@@ -1,4 +1,5 @@
-"""What the SQL stores share: column order, row conversion, new ids and tokens."""
+"""What the SQL stores share: column order, row conversion, new ids and tokens, the rows
+of a batch post, and the checks of limits and leases."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from interlock.runtime.inbox.model import LEASED, JournalEntry, Message, Status
+from interlock.runtime.inbox.model import LEASED, BadRequest, JournalEntry, Message, Status
 
 COLUMNS = ("id, type, sender, status, body, correlation_id, payload_ref, lease_until, "
            "owner, created_at, updated_at")
@@ -32,17 +33,21 @@ def entry_from(row: Sequence[Any]) -> JournalEntry:
     return JournalEntry(row[0], row[1], Status(row[2]), Status(row[3]), row[4], row[5])
 
 
-def check_limit(limit: int) -> int:
-    from interlock.runtime.inbox.model import BadRequest
+def queue_rows(ids: Sequence[str], messages: Sequence[tuple[str, str, str]],
+               now: float) -> list[tuple[str, str, str, str, float, float]]:
+    """(id, type, sender, body, created_at, updated_at) for a batch post: created_at one
+    microsecond apart, so that the batch keeps its order."""
+    return [(i, t, s, b, now + n * 1e-6, now)
+            for n, (i, (t, s, b)) in enumerate(zip(ids, messages, strict=True))]
 
+
+def check_limit(limit: int) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise BadRequest(f"limit must be a positive integer, got {limit!r}")
     return limit
 
 
 def check_lease(seconds: float) -> float:
-    from interlock.runtime.inbox.model import BadRequest
-
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
         raise BadRequest(f"lease_seconds must be a positive number, got {seconds!r}")
     return float(seconds)

@@ -26,7 +26,6 @@ from interlock.runtime.inbox._rows import (
 )
 from interlock.runtime.inbox.base import DEFAULT_LEASE, check_setting
 from interlock.runtime.inbox.model import (
-    OPERATOR,
     REAPER,
     Claim,
     InboxUnavailable,
@@ -37,8 +36,8 @@ from interlock.runtime.inbox.model import (
     UnknownMessage,
     check_id,
     check_post,
-    check_update,
     fetchable,
+    move_for,
 )
 
 T = TypeVar("T")
@@ -204,24 +203,22 @@ class ArangoInbox:
 
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,
                       reason: str | None = None) -> Message:
-        new = Status(status)
+        move = move_for(status, token)
         for _ in range(UPDATE_TRIES):
             doc = self._doc(message_id)
-            message = _message(doc)
-            check_update(message, new, token, doc.get("lease_token"))
+            before = _message(doc)
             now = self.clock.now()
-            changes = {"_key": message_id, "_rev": doc["_rev"], "status": str(new),
-                       "updated_at": now}
-            if new is not Status.ACKED:
-                changes["lease_until"] = None
+            after = move.apply(before, token, doc.get("lease_token"), now)  # or raises
+            changes = {"_key": message_id, "_rev": doc["_rev"], "status": str(after.status),
+                       "updated_at": now, "lease_until": after.lease_until}
             try:
                 self._run(lambda changes=changes: self._messages.update(changes,  # type: ignore[misc]
                                                                         check_rev=True))
             except self._conflict:
                 continue  # written meanwhile: check again
-            actor = message.owner if token is not None and message.owner else OPERATOR
-            self._journal_entry(message_id, str(message.status), str(new), actor, reason, now)
-            return self.get(message_id)
+            self._journal_entry(message_id, str(before.status), str(after.status),
+                                move.actor(before.owner), reason, now)
+            return after  # the revision check: nothing else changed since the read
         raise InboxUnavailable(f"message {message_id} kept changing while it was updated; "
                                "try again")
 

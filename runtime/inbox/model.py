@@ -13,7 +13,8 @@ its lease token; the operator (``/poll``, ``interlock inbox``) acts without one.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -168,8 +169,7 @@ def check_update(message: Message, new: Status, token: str | None,
         raise StaleLease(f"message {message.id}: the lease token is stale (the lease "
                          "expired and the message was claimed again, or it was never "
                          "this token's); nothing changed")
-    moves = WORKER_MOVES if token is not None else OPERATOR_MOVES
-    if new not in moves.get(message.status, frozenset()):
+    if message.status not in move_for(new, token).sources:
         if message.status in FINAL:
             why = f"it is already {message.status} (final)"
         elif token is not None:
@@ -177,6 +177,54 @@ def check_update(message: Message, new: Status, token: str | None,
         else:
             why = f"{message.status} -> {new} is not a transition"
         raise InvalidTransition(f"message {message.id}: cannot mark {new}: {why}")
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One kind of status update, the transition core every adapter shares: to ``new``,
+    by a worker (``by_worker``: it carries its lease token) or by the operator.
+
+    ``sources`` are the statuses it may start from (none: it is never allowed). An
+    adapter either checks first and writes (``apply``, under its own lock or revision
+    check), or writes conditionally on ``sources`` and the token, in one statement, and
+    asks ``check_update`` why when nothing was written.
+    """
+
+    new: Status
+    by_worker: bool
+    sources: tuple[Status, ...]
+
+    @property
+    def keeps_lease(self) -> bool:
+        """acked keeps the lease running; done and failed end it (lease_until NULL)."""
+        return self.new is Status.ACKED
+
+    def actor(self, owner: str | None) -> str:
+        """Who the journal names: the lease holder for a worker's update, else the
+        operator."""
+        return owner if self.by_worker and owner else OPERATOR
+
+    def apply(self, message: Message, token: str | None, current_token: str | None,
+              now: float) -> Message:
+        """``message`` after this move at ``now``; raises the InboxError that refuses it
+        (StaleLease, InvalidTransition)."""
+        check_update(message, self.new, token, current_token)
+        return replace(message, status=self.new, updated_at=now,
+                       lease_until=message.lease_until if self.keeps_lease else None)
+
+
+MOVES: dict[tuple[Status, bool], Move] = {
+    (new, by_worker): Move(new, by_worker, tuple(sorted(
+        (s for s, targets in (WORKER_MOVES if by_worker else OPERATOR_MOVES).items()
+         if new in targets), key=lambda s: s.value)))
+    for new in Status for by_worker in (True, False)
+}
+
+
+def move_for(status: Status | str, token: str | None) -> Move:
+    """The move to ``status`` for a caller with (a worker) or without (the operator) a
+    lease token; ValueError for an unknown status."""
+    return MOVES[Status(status), token is not None]
 
 
 def fetchable(message: Message, now: float) -> bool:
@@ -187,10 +235,12 @@ def fetchable(message: Message, now: float) -> bool:
             and message.lease_until <= now)
 
 
+_ID = re.compile(r"[0-9a-f]{32}")
+
+
 def check_id(message_id: str) -> str:
     """An id as the stores issue them (32 hex digits), else BadRequest."""
-    if not isinstance(message_id, str) or len(message_id) != 32 or not all(
-            c in "0123456789abcdef" for c in message_id):
+    if not isinstance(message_id, str) or _ID.fullmatch(message_id) is None:
         raise BadRequest(f"bad message id {message_id!r}: ids are 32 lowercase hex digits")
     return message_id
 

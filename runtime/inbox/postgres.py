@@ -1,18 +1,22 @@
 """The shared inbox on PostgreSQL (psycopg 3), for workers on several machines.
 
-A claim is one statement: ``UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED)``,
-so a worker never waits on a row another worker is claiming; it just does not get it.
-A status update is one statement too (a CTE that locks the row, checks the token and the
-move, updates and journals); only when it changes nothing does a second read find out
-why. A lost connection is reported as InboxUnavailable and reopened on the next call.
+A claim is one statement: ``UPDATE ... WHERE id = ANY(ARRAY(SELECT ... FOR UPDATE SKIP
+LOCKED))``, so a worker never waits on a row another worker is claiming; it just does not
+get it. A status update is one statement too: each kind of move (``model.Move``) has its
+own, with the move's source statuses and the token check written in, that updates and
+journals together; only when it changes nothing does a second read find out why (the
+shared ``check_update``). psycopg prepares the statements on the connection after a few
+uses, and one cursor serves every call. A lost connection is reported as
+InboxUnavailable and reopened on the next call.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import psycopg
@@ -29,31 +33,41 @@ from interlock.runtime.inbox._rows import (
     message_from,
     new_id,
     new_token,
+    queue_rows,
 )
 from interlock.runtime.inbox.base import DEFAULT_LEASE, check_setting
 from interlock.runtime.inbox.model import (
+    MOVES,
     OPERATOR,
-    OPERATOR_MOVES,
     REAPER,
-    WORKER_MOVES,
     BadRequest,
     Claim,
     InboxUnavailable,
     JournalEntry,
     Lease,
     Message,
+    Move,
     Status,
     UnknownMessage,
     check_id,
     check_post,
     check_update,
+    move_for,
 )
 from interlock.runtime.store.base import redact_url
 
 T = TypeVar("T")
 Conn = psycopg.Connection[tuple[Any, ...]]
+Cursor = psycopg.Cursor[tuple[Any, ...]]
 _SCHEMA_LOCK = 0x1A7E_1B0C
 
+# Both message indexes are partial, on the rows each search wants: queued messages in
+# order, and leases by their end. So no index but the primary key can serve a status
+# update's WHERE clause (id, token, source statuses), and the planner cannot pick one
+# and scan it (which a full (status, ...) index invited when the statistics said few
+# messages were in progress). The journal is keyed (message_id, n): one index, read by
+# message in order. Tables made by earlier versions keep their journal keys; their old
+# message indexes are replaced.
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS inbox_messages (
         id TEXT PRIMARY KEY,
@@ -70,26 +84,35 @@ SCHEMA = (
         created_at DOUBLE PRECISION NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL
     )""",
-    "CREATE INDEX IF NOT EXISTS inbox_messages_queue ON inbox_messages (status, created_at, id)",
-    """CREATE INDEX IF NOT EXISTS inbox_messages_leases ON inbox_messages (lease_until)
-       WHERE status IN ('in_progress', 'acked')""",
+    "DROP INDEX IF EXISTS inbox_messages_queue",
+    "DROP INDEX IF EXISTS inbox_messages_leases",
+    """CREATE INDEX IF NOT EXISTS inbox_messages_queued ON inbox_messages (created_at, id)
+       WHERE status = 'queued'""",
+    """CREATE INDEX IF NOT EXISTS inbox_messages_lease_until ON inbox_messages (lease_until)
+       WHERE lease_until IS NOT NULL""",
     """CREATE TABLE IF NOT EXISTS inbox_journal (
-        n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        n BIGINT GENERATED ALWAYS AS IDENTITY,
         message_id TEXT NOT NULL,
         at DOUBLE PRECISION NOT NULL,
         before_status TEXT NOT NULL,
         after_status TEXT NOT NULL,
         actor TEXT NOT NULL,
-        reason TEXT
+        reason TEXT,
+        PRIMARY KEY (message_id, n)
     )""",
-    "CREATE INDEX IF NOT EXISTS inbox_journal_by_message ON inbox_journal (message_id, n)",
     """CREATE TABLE IF NOT EXISTS inbox_settings (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
     )""",
 )
 
-_FETCHABLE = ("(status = 'queued' OR (status IN (%(l1)s, %(l2)s) AND lease_until <= %(now)s))")
+def _names(statuses: Iterable[Status | str]) -> str:
+    """Statuses as an SQL list of literals (their names are fixed lowercase words)."""
+    return ", ".join(f"'{Status(s).value}'" for s in sorted(statuses))
+
+
+_LEASED = _names(LEASED_NAMES)
+_FETCHABLE = f"(status = 'queued' OR (status IN ({_LEASED}) AND lease_until <= %(now)s))"
 
 _CLAIM = f"""
 UPDATE inbox_messages SET status = 'in_progress', lease_token = %(token)s,
@@ -98,38 +121,53 @@ UPDATE inbox_messages SET status = 'in_progress', lease_token = %(token)s,
              FOR UPDATE SKIP LOCKED)
 RETURNING id"""
 
-# claim_next: the oldest queued messages in index order, or messages whose lease ran out
-# (the partial index finds them); each skips rows another worker is locking right now.
-_TAKE = f"""
+
+@functools.lru_cache(maxsize=32)
+def _take(expired: bool, limit: int) -> str:
+    """claim_next's statement: the oldest queued messages in index order, or messages
+    whose lease ran out, each from its partial index; each skips rows another worker is
+    locking right now. The locking subquery runs once, before the update (``= (...)``
+    for one row, a plain primary key lookup; ``= ANY(ARRAY(...))`` for more). The LIMIT
+    is written in: as a parameter, the server would plan the statement again on every
+    call, not knowing how many rows it wants."""
+    where, order = ((f"status IN ({_LEASED}) AND lease_until <= %(now)s", "lease_until")
+                    if expired else ("status = 'queued'", "created_at, id"))
+    rows = (f"SELECT id FROM inbox_messages WHERE {where} ORDER BY {order} "
+            f"LIMIT {check_limit(limit):d} FOR UPDATE SKIP LOCKED")
+    return f"""
 UPDATE inbox_messages m SET status = 'in_progress',
        lease_token = replace(gen_random_uuid()::text, '-', ''),
        lease_until = %(until)s, owner = %(owner)s, updated_at = %(now)s
- WHERE m.id IN (SELECT id FROM inbox_messages WHERE {{where}}
-                 ORDER BY {{order}} LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+ WHERE m.id {f"= ({rows})" if limit == 1 else f"= ANY(ARRAY({rows}))"}
 RETURNING {", ".join("m." + c.strip() for c in COLUMNS.split(","))}, m.lease_token"""
-_TAKE_QUEUED = _TAKE.format(where="status = 'queued'", order="status, created_at, id")
-_TAKE_EXPIRED = _TAKE.format(where="status IN (%(l1)s, %(l2)s) AND lease_until <= %(now)s",
-                             order="lease_until")
+
+
 EXPIRED_CHECK = 1.0  # claim_next looks for expired leases first at most this often
 
-# One statement on the happy path: the WHERE clause checks the token and the move (and
-# is re-checked on the newest row version after a wait), prev_status keeps the old
-# status for the journal entry written alongside.
-_UPDATE = f"""
+
+def _update(move: Move) -> str:
+    """The one statement of a status update of this kind (for a move some status
+    allows). Its WHERE clause holds the move's source statuses and, for a worker, the
+    lease token; after a wait on a row lock the server checks them again on the newest
+    row version. prev_status keeps the old status for the journal entry the same
+    statement writes."""
+    token = " AND lease_token = %(token)s" if move.by_worker else ""
+    lease = "lease_until" if move.keeps_lease else "NULL"
+    actor = f"COALESCE(owner, '{OPERATOR}')" if move.by_worker else f"'{OPERATOR}'"
+    return f"""
 WITH upd AS (
-    UPDATE inbox_messages SET prev_status = status, status = %(new)s, updated_at = %(now)s,
-           lease_until = CASE WHEN %(keep)s THEN lease_until END
-     WHERE id = %(id)s AND status = ANY(%(from)s)
-       AND lease_token IS NOT DISTINCT FROM COALESCE(%(token)s, lease_token)
+    UPDATE inbox_messages SET prev_status = status, status = '{move.new.value}',
+           updated_at = %(now)s, lease_until = {lease}
+     WHERE id = %(id)s AND status IN ({_names(move.sources)}){token}
     RETURNING {COLUMNS}, prev_status
 ), j AS (
     INSERT INTO inbox_journal ({JOURNAL_COLUMNS})
-    SELECT id, %(now)s, prev_status, %(new)s,
-           CASE WHEN %(token)s::text IS NULL OR owner IS NULL THEN %(operator)s ELSE owner END,
-           %(reason)s
-      FROM upd
+    SELECT id, %(now)s, prev_status, '{move.new.value}', {actor}, %(reason)s FROM upd
 )
 SELECT {COLUMNS} FROM upd"""
+
+
+_UPDATES = {move: _update(move) for move in MOVES.values() if move.sources}
 
 
 class PostgresInbox:
@@ -151,6 +189,7 @@ class PostgresInbox:
         self.clock = clock or SystemClock()
         self._lock = threading.RLock()
         self._conn: Conn | None = None
+        self._cur: Cursor | None = None
         self._expired_checked = float("-inf")
         self._run(self._create_schema)
 
@@ -159,24 +198,26 @@ class PostgresInbox:
 
     # -- plumbing ---------------------------------------------------------------------
 
-    def _connection(self) -> Conn:
-        if self._conn is not None and not (self._conn.closed or self._conn.broken):
-            return self._conn
+    def _cursor(self) -> Cursor:
+        """The one cursor of the live connection (connecting when there is none)."""
+        conn = self._conn
+        if conn is not None and self._cur is not None and not (conn.closed or conn.broken):
+            return self._cur
         self._drop()
-        conn: Conn = psycopg.connect(self._conninfo, autocommit=True)
+        conn = psycopg.connect(self._conninfo, autocommit=True)
         conn.execute(f"SET statement_timeout = {int(self.statement_timeout * 1000)}")
-        self._conn = conn
-        return conn
+        self._conn, self._cur = conn, conn.cursor()
+        return self._cur
 
     def _drop(self) -> None:
         if self._conn is not None:
             self._conn.close()
-            self._conn = None
+        self._conn = self._cur = None
 
-    def _run(self, body: Callable[[Conn], T]) -> T:
+    def _run(self, body: Callable[[Cursor], T]) -> T:
         with self._lock:
             try:
-                return body(self._connection())
+                return body(self._cursor())
             except psycopg.OperationalError as exc:
                 self._drop()
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
@@ -184,15 +225,16 @@ class PostgresInbox:
                     f"cannot use the inbox at {self.url}: {redact_url(first)}") from None
 
     @staticmethod
-    def _create_schema(conn: Conn) -> None:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+    def _create_schema(cur: Cursor) -> None:
+        with cur.connection.transaction():
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             for statement in SCHEMA:
-                conn.execute(statement)
+                cur.execute(statement)
 
-    def _get(self, conn: Conn, message_id: str) -> tuple[Message, str | None]:
-        row = conn.execute(f"SELECT {COLUMNS}, lease_token FROM inbox_messages WHERE id = %s",
-                           (message_id,)).fetchone()
+    @staticmethod
+    def _get(cur: Cursor, message_id: str) -> tuple[Message, str | None]:
+        row = cur.execute(f"SELECT {COLUMNS}, lease_token FROM inbox_messages WHERE id = %s",
+                          (message_id,)).fetchone()
         if row is None:
             raise UnknownMessage(f"no message {message_id}")
         return message_from(row), row[11]
@@ -204,7 +246,7 @@ class PostgresInbox:
         check_post(type, sender)
         message_id = new_id()
         now = self.clock.now()
-        self._run(lambda conn: conn.execute(
+        self._run(lambda cur: cur.execute(
             "INSERT INTO inbox_messages (id, type, sender, status, body, correlation_id,"
             " payload_ref, created_at, updated_at)"
             " VALUES (%s, %s, %s, 'queued', %s, %s, %s, %s, %s)",
@@ -214,37 +256,34 @@ class PostgresInbox:
     def post_many(self, messages: builtins.list[tuple[str, str, str]]) -> builtins.list[str]:
         """Queue (type, sender, body) triples in one transaction (for tests and benches)."""
         ids = [new_id() for _ in messages]
-        now = self.clock.now()
+        rows = queue_rows(ids, messages, self.clock.now())
 
-        def body(conn: Conn) -> None:
-            with conn.transaction(), conn.cursor() as cur:
+        def body(cur: Cursor) -> None:
+            with cur.connection.transaction():
                 cur.executemany(
                     "INSERT INTO inbox_messages (id, type, sender, status, body, created_at,"
-                    " updated_at) VALUES (%s, %s, %s, 'queued', %s, %s, %s)",
-                    [(i, t, s, b, now + n * 1e-6, now) for n, (i, (t, s, b))
-                     in enumerate(zip(ids, messages, strict=True))])
+                    " updated_at) VALUES (%s, %s, %s, 'queued', %s, %s, %s)", rows)
 
         self._run(body)
         return ids
 
     def get(self, message_id: str) -> Message:
         check_id(message_id)
-        return self._run(lambda conn: self._get(conn, message_id)[0])
+        return self._run(lambda cur: self._get(cur, message_id)[0])
 
     def list(self, status: Status | None = None, limit: int = 1000) -> builtins.list[Message]:
         check_limit(limit)
         where, params = ("", (limit,)) if status is None else (
             "WHERE status = %s ", (str(status), limit))
-        rows = self._run(lambda conn: conn.execute(
+        rows = self._run(lambda cur: cur.execute(
             f"SELECT {COLUMNS} FROM inbox_messages {where}ORDER BY created_at, id LIMIT %s",
             params).fetchall())
         return [message_from(r) for r in rows]
 
     def fetch_queued(self, limit: int = 100) -> builtins.list[Message]:
         check_limit(limit)
-        params = {"l1": LEASED_NAMES[0], "l2": LEASED_NAMES[1], "now": self.clock.now(),
-                  "limit": limit}
-        rows = self._run(lambda conn: conn.execute(
+        params = {"now": self.clock.now(), "limit": limit}
+        rows = self._run(lambda cur: cur.execute(
             f"SELECT {COLUMNS} FROM inbox_messages WHERE {_FETCHABLE} "
             "ORDER BY created_at, id LIMIT %(limit)s", params).fetchall())
         return [message_from(r) for r in rows]
@@ -256,13 +295,13 @@ class PostgresInbox:
         now = self.clock.now()
         lease = Lease(new_token(), now + seconds)
         params = {"id": message_id, "token": lease.token, "until": lease.lease_until,
-                  "owner": owner, "now": now, "l1": LEASED_NAMES[0], "l2": LEASED_NAMES[1]}
+                  "owner": owner, "now": now}
 
-        def body(conn: Conn) -> Lease | None:
-            if conn.execute(_CLAIM, params).fetchone() is not None:
+        def body(cur: Cursor) -> Lease | None:
+            if cur.execute(_CLAIM, params).fetchone() is not None:
                 return lease
-            if conn.execute("SELECT 1 FROM inbox_messages WHERE id = %s",
-                            (message_id,)).fetchone() is None:
+            if cur.execute("SELECT 1 FROM inbox_messages WHERE id = %s",
+                           (message_id,)).fetchone() is None:
                 raise UnknownMessage(f"no message {message_id}")
             return None
 
@@ -276,20 +315,20 @@ class PostgresInbox:
         check_limit(limit)
         now = self.clock.now()
         until = now + check_lease(lease_seconds)
-        params: dict[str, Any] = {"limit": limit, "until": until, "owner": owner, "now": now,
-                                  "l1": LEASED_NAMES[0], "l2": LEASED_NAMES[1]}
-        order = [_TAKE_QUEUED, _TAKE_EXPIRED]
+        params = {"until": until, "owner": owner, "now": now}
+        order = (False, True)
         if now - self._expired_checked >= EXPIRED_CHECK:
-            order.reverse()
+            order = (True, False)
 
-        def body(conn: Conn) -> builtins.list[tuple[Any, ...]]:
+        def body(cur: Cursor) -> builtins.list[tuple[Any, ...]]:
             rows: builtins.list[tuple[Any, ...]] = []
-            for statement in order:
-                if statement is _TAKE_EXPIRED:
+            for expired in order:
+                if expired:
                     self._expired_checked = now
-                taken = conn.execute(statement, {**params, "limit": limit - len(rows)}
-                                     ).fetchall()
-                rows += sorted(taken, key=lambda r: (r[9], r[0]))  # RETURNING has no order
+                taken = cur.execute(_take(expired, limit - len(rows)), params).fetchall()
+                if len(taken) > 1:
+                    taken.sort(key=lambda r: (r[9], r[0]))  # RETURNING has no order
+                rows += taken
                 if len(rows) >= limit:
                     break
             return rows
@@ -299,30 +338,27 @@ class PostgresInbox:
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,
                       reason: str | None = None) -> Message:
         check_id(message_id)
-        new = Status(status)
-        moves = WORKER_MOVES if token is not None else OPERATOR_MOVES
-        sources = [str(s) for s, targets in moves.items() if new in targets]
-        params = {"id": message_id, "token": token, "from": sources, "new": str(new),
-                  "now": self.clock.now(), "keep": new is Status.ACKED, "operator": OPERATOR,
+        move = move_for(status, token)
+        statement = _UPDATES.get(move)
+        params = {"id": message_id, "token": token, "now": self.clock.now(),
                   "reason": reason}
 
-        def body(conn: Conn) -> Message:
-            row = conn.execute(_UPDATE, params).fetchone() if sources else None
+        def body(cur: Cursor) -> Message:
+            row = cur.execute(statement, params).fetchone() if statement else None
             if row is not None:
                 return message_from(row)
-            message, current = self._get(conn, message_id)
-            check_update(message, new, token, current)  # raises the reason it failed
+            message, current = self._get(cur, message_id)
+            check_update(message, move.new, token, current)  # raises the reason it failed
             raise InboxUnavailable(f"message {message_id} changed while it was updated; "
                                    "try again")
 
         return self._run(body)
 
     def reclaim_expired(self) -> int:
-        params = {"l1": LEASED_NAMES[0], "l2": LEASED_NAMES[1], "now": self.clock.now(),
-                  "actor": REAPER}
-        rows = self._run(lambda conn: conn.execute(
+        params = {"now": self.clock.now(), "actor": REAPER}
+        rows = self._run(lambda cur: cur.execute(
             f"""WITH old AS (SELECT id, status FROM inbox_messages
-                              WHERE status IN (%(l1)s, %(l2)s) AND lease_until <= %(now)s
+                              WHERE status IN ({_LEASED}) AND lease_until <= %(now)s
                               FOR UPDATE SKIP LOCKED),
                      upd AS (UPDATE inbox_messages m SET status = 'queued', lease_token = NULL,
                                     lease_until = NULL, owner = NULL, updated_at = %(now)s
@@ -335,10 +371,10 @@ class PostgresInbox:
     def journal(self, message_id: str) -> builtins.list[JournalEntry]:
         check_id(message_id)
 
-        def body(conn: Conn) -> builtins.list[JournalEntry]:
-            self._get(conn, message_id)
-            rows = conn.execute(f"SELECT {JOURNAL_COLUMNS} FROM inbox_journal "
-                                "WHERE message_id = %s ORDER BY n", (message_id,)).fetchall()
+        def body(cur: Cursor) -> builtins.list[JournalEntry]:
+            self._get(cur, message_id)
+            rows = cur.execute(f"SELECT {JOURNAL_COLUMNS} FROM inbox_journal "
+                               "WHERE message_id = %s ORDER BY n", (message_id,)).fetchall()
             return [entry_from(r) for r in rows]
 
         return self._run(body)
@@ -346,13 +382,13 @@ class PostgresInbox:
     # -- settings ---------------------------------------------------------------------
 
     def settings(self) -> dict[str, Any]:
-        rows = self._run(lambda conn: conn.execute(
+        rows = self._run(lambda cur: cur.execute(
             "SELECT key, value FROM inbox_settings").fetchall())
         return {key: json.loads(value) for key, value in rows}
 
     def set_setting(self, key: str, value: Any) -> None:
         check_setting(key, value)
-        self._run(lambda conn: conn.execute(
+        self._run(lambda cur: cur.execute(
             "INSERT INTO inbox_settings (key, value) VALUES (%s, %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, json.dumps(value))))
 

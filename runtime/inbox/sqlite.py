@@ -28,10 +28,10 @@ from interlock.runtime.inbox._rows import (
     message_from,
     new_id,
     new_token,
+    queue_rows,
 )
 from interlock.runtime.inbox.base import DEFAULT_LEASE, check_setting
 from interlock.runtime.inbox.model import (
-    OPERATOR,
     REAPER,
     Claim,
     InboxUnavailable,
@@ -42,8 +42,8 @@ from interlock.runtime.inbox.model import (
     UnknownMessage,
     check_id,
     check_post,
-    check_update,
     fetchable,
+    move_for,
 )
 
 SCHEMA = (
@@ -146,8 +146,7 @@ class SqliteInbox:
             conn.executemany(
                 "INSERT INTO inbox_messages (id, type, sender, status, body, created_at,"
                 " updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?)",
-                [(i, t, s, b, now + n * 1e-6, now) for n, (i, (t, s, b))
-                 in enumerate(zip(ids, messages, strict=True))])
+                queue_rows(ids, messages, now))
         return ids
 
     def get(self, message_id: str) -> Message:
@@ -220,27 +219,23 @@ class SqliteInbox:
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,
                       reason: str | None = None) -> Message:
         check_id(message_id)
-        new = Status(status)
+        move = move_for(status, token)
         with self._write() as conn:
             now = self.clock.now()
             row = conn.execute(f"SELECT {COLUMNS}, lease_token FROM inbox_messages "
                                "WHERE id = ?", (message_id,)).fetchone()
             if row is None:
                 raise UnknownMessage(f"no message {message_id}")
-            message = message_from(row)
-            check_update(message, new, token, row[11])
-            keep_lease = new is Status.ACKED
-            conn.execute(
-                "UPDATE inbox_messages SET status = ?, updated_at = ?, "
-                "lease_until = CASE WHEN ? THEN lease_until END WHERE id = ?",
-                (str(new), now, keep_lease, message_id))
-            actor = message.owner if token is not None and message.owner else OPERATOR
+            before = message_from(row)
+            after = move.apply(before, token, row[11], now)  # raises why it may not
+            conn.execute("UPDATE inbox_messages SET status = ?, updated_at = ?, "
+                         "lease_until = ? WHERE id = ?",
+                         (str(after.status), now, after.lease_until, message_id))
             conn.execute(f"INSERT INTO inbox_journal ({JOURNAL_COLUMNS}) VALUES "
                          "(?, ?, ?, ?, ?, ?)",
-                         (message_id, now, str(message.status), str(new), actor, reason))
-            row = conn.execute(f"SELECT {COLUMNS} FROM inbox_messages WHERE id = ?",
-                               (message_id,)).fetchone()
-        return message_from(row)
+                         (message_id, now, str(before.status), str(after.status),
+                          move.actor(before.owner), reason))
+        return after
 
     def reclaim_expired(self) -> int:
         with self._write() as conn:
