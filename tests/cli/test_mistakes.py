@@ -384,7 +384,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
          "--bindings", str(CRASHY_BINDINGS)],
         cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for_status(_plain_cli, root, lambda v: v["active"] == ["idle"], runner)
+        wait_for_status(root, lambda v: v["active"] == ["idle"], runner)
         yield root
     finally:
         runner.send_signal(signal.SIGINT)
