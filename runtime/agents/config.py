@@ -21,24 +21,16 @@ are taken from the folder of the project file.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
-from interlock.machines.durations import setting_duration
+from interlock.machines.settings import Duration, Rule, Section, section_diagnostics
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap, parse_yaml
 from interlock.runtime.agents.base import AgentCli, AgentLaunch
@@ -65,7 +57,6 @@ CODES: dict[str, str] = {
     CODE_INVALID_DURATION: "invalid duration in an agent setting",
 }
 
-_DURATION = "agent_duration"
 _MISSING = "agent_missing"
 
 
@@ -73,14 +64,6 @@ class AgentConfigError(SpecError):
     """The ``agents:`` configuration is invalid; carries located diagnostics."""
 
 
-def _duration(value: Any) -> float:
-    try:
-        return setting_duration(value)
-    except ValueError as exc:
-        raise PydanticCustomError(_DURATION, str(exc)) from None
-
-
-Duration = Annotated[float, BeforeValidator(_duration)]
 Text = Annotated[str, Field(strict=True, min_length=1)]
 Argv = tuple[Annotated[str, Field(strict=True)], ...]
 
@@ -141,51 +124,9 @@ def default_agents() -> dict[str, AgentConfig]:
     return {**agents, **{name: agents[role] for name, role in DEMO_STAND_INS.items()}}
 
 
-# ---------------------------------------------------------------------------------------
-# pydantic errors -> located diagnostics
-
-
-def _alias(name: str) -> str:
-    field = AgentConfig.model_fields.get(name)
-    return field.alias if field is not None and field.alias else name
-
-
-def _source_path(loc: tuple[Any, ...], base: SourcePath, source: SourceMap) -> SourcePath:
-    path = base
-    for part in loc:
-        if isinstance(part, str) and not source.has((*path, part)):
-            other = _alias(part)
-            if source.has((*path, other)):
-                part = other
-        path = (*path, part)
-    return path
-
-
-def _diagnostic(err: Any, base: SourcePath, source: SourceMap) -> Diagnostic:
-    loc: tuple[Any, ...] = tuple(err["loc"])
-    at = _source_path(loc, base, source)
-    kind = err["type"]
-    name = ".".join(str(p) for p in (*base, *loc))
-    if kind == "extra_forbidden":
-        key = str(loc[-1])
-        keys = [_alias(n) for n in AgentConfig.model_fields]
-        close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}?" if close else "expected one of: " + ", ".join(keys)
-        where = ".".join(str(p) for p in at[:-1])
-        return error(CODE_UNKNOWN_KEY, f"unknown key {key!r} in {where}", source.key(at), hint)
-    if kind == _MISSING:
-        return error(CODE_MISSING, f"{'.'.join(str(p) for p in base)}: {err['msg']}",
-                     source.key(base))
-    if kind == "missing":
-        return error(CODE_MISSING, f"{name} is required", source.key(base))
-    if kind == _DURATION:
-        return error(CODE_INVALID_DURATION, f"invalid duration for {name}: {err['msg']}",
-                     source.value(at))
-    message = str(err["msg"]).replace("Input should be", "expected")
-    shown = repr(err.get("input"))
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return error(CODE_INVALID_VALUE, f"invalid value for {name}: {message}, got {shown}",
-                 source.value(at))
+AGENTS = Section(SECTION, AgentConfig, unknown_key=CODE_UNKNOWN_KEY,
+                 invalid_value=CODE_INVALID_VALUE, invalid_duration=CODE_INVALID_DURATION,
+                 missing=CODE_MISSING, rules={_MISSING: Rule(CODE_MISSING, "{name}: {msg}")})
 
 
 def _resolve(path: str | None, folder: Path | None) -> str | None:
@@ -221,7 +162,7 @@ def parse_agents(data: Any, source: SourceMap | None = None, base: SourcePath = 
         try:
             config = AgentConfig.model_validate(values)
         except ValidationError as exc:
-            problems += [_diagnostic(e, at, source) for e in exc.errors()]
+            problems += section_diagnostics(exc, AGENTS, source, at)
             continue
         agents[str(name)] = config.model_copy(update={
             "cwd": _resolve(config.cwd, folder), "script": _resolve(config.script, folder)})

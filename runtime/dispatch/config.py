@@ -18,8 +18,6 @@ in the seed's spelling, e.g. ``dispatchTimeout must be at least 10 s, got 5``.
 
 from __future__ import annotations
 
-import difflib
-import math
 import re
 import shlex
 from collections.abc import Mapping
@@ -40,7 +38,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
-from interlock.machines.durations import parse_duration
+from interlock.machines.settings import Duration, Rule, Section, section_diagnostics
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap, parse_yaml
 
@@ -60,9 +58,8 @@ OutputFormat = Literal["yaml", "json", "text"]
 # Validation context key: dispatchTimeout comes from `--timeout` (no 10 s floor).
 _FROM_FLAG = "timeout_from_flag"
 
-# Error types of our own validators, mapped to diagnostic codes in _diagnostic().
+# The error type of our own range checks, reported as CODE_OUT_OF_RANGE (DISPATCH).
 _RANGE = "dispatch_range"
-_DURATION = "dispatch_duration"
 
 
 class ConfigError(SpecError):
@@ -93,21 +90,6 @@ def _seconds(value: float) -> str:
     return f"{value:g} s"
 
 
-def _duration(value: Any) -> float:
-    """Seconds from a number or duration text (``500ms``, ``3m``); finite only."""
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise PydanticCustomError(
-            _DURATION, "a duration is a number of seconds or text like 500ms, 3m, 1h30m"
-        )
-    try:
-        seconds = parse_duration(value)
-    except ValueError as exc:
-        raise PydanticCustomError(_DURATION, str(exc)) from None
-    if not math.isfinite(seconds):
-        raise PydanticCustomError(_DURATION, "a duration must be a finite number of seconds")
-    return seconds
-
-
 _SIZE = re.compile(r"^\s*(\d+)\s*(B|KiB|MiB|GiB|KB|MB|GB)?\s*$")
 _SIZE_UNITS = {None: 1, "B": 1, "KiB": KIB, "MiB": MIB, "GiB": 1024 * MIB,
                "KB": 1000, "MB": 1000**2, "GB": 1000**3}
@@ -126,7 +108,6 @@ def _size(value: Any) -> Any:
     return value
 
 
-Duration = Annotated[float, BeforeValidator(_duration)]
 ByteSize = Annotated[int, BeforeValidator(_size), Field(strict=True)]
 StrictCount = Annotated[int, Field(strict=True)]
 Markers = tuple[Annotated[str, Field(strict=True)], ...]
@@ -285,69 +266,9 @@ CODE_OUT_OF_RANGE = "D403"
 CODE_INVALID_DURATION = "D404"
 CODE_NOT_A_MAPPING = "D405"
 
-_MODELS: tuple[type[BaseModel], ...] = (PollingConfiguration, CompletionMarkerConfig)
-_CHILD: dict[tuple[type[BaseModel], str], type[BaseModel]] = {
-    (PollingConfiguration, "completionMarkers"): CompletionMarkerConfig,
-}
-# Both spellings of every key -> the other one, to find the key the YAML really used.
-_OTHER_SPELLING = {
-    spelling: other
-    for model in _MODELS
-    for name, field in model.model_fields.items()
-    if field.alias
-    for spelling, other in ((name, field.alias), (field.alias, name))
-}
-
-
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel]:
-    """The model that owns the last element of a pydantic error location."""
-    model: type[BaseModel] = PollingConfiguration
-    for part in loc[:-1]:
-        key = _alias_of(model, str(part))
-        model = _CHILD.get((model, key), model)
-    return model
-
-
-def _source_path(loc: tuple[Any, ...], base: SourcePath, source: SourceMap) -> SourcePath:
-    """The YAML path of a pydantic location, in the spelling the file used."""
-    path = base
-    for part in loc:
-        other = _OTHER_SPELLING.get(part) if isinstance(part, str) else None
-        if other is not None and not source.has((*path, part)) and source.has((*path, other)):
-            part = other
-        path = (*path, part)
-    return path
-
-
-def _unknown_key(loc: tuple[Any, ...], at: SourcePath, source: SourceMap) -> Diagnostic:
-    key = str(loc[-1])
-    model = _model_at(loc)
-    aliases = {spelling: _alias_of(model, name)
-               for name in model.model_fields for spelling in (name, _alias_of(model, name))}
-    close = difflib.get_close_matches(key, list(aliases), n=1, cutoff=0.6)
-    hint = (f"did you mean {aliases[close[0]]!r}?" if close
-            else "expected one of: " + ", ".join(dict.fromkeys(aliases.values())))
-    where = ".".join(str(p) for p in at[:-1]) or SECTION
-    return error(CODE_UNKNOWN_KEY, f"unknown key {key!r} in {where}", source.key(at), hint)
-
-
-def _diagnostic(err: Any, base: SourcePath, source: SourceMap) -> Diagnostic:
-    loc: tuple[Any, ...] = tuple(err["loc"])
-    at = _source_path(loc, base, source)
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        return _unknown_key(loc, at, source)
-    name = ".".join(str(p) for p in loc) or SECTION
-    if kind == _RANGE:
-        return error(CODE_OUT_OF_RANGE, err["msg"], source.value(at))
-    if kind == _DURATION:
-        return error(CODE_INVALID_DURATION, f"invalid duration for {name}: {err['msg']}",
-                     source.value(at))
-    message = str(err["msg"]).replace("Input should be", "expected")
-    shown = repr(err.get("input"))
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return error(CODE_INVALID_VALUE, f"invalid value for {name}: {message}, got {shown}",
-                 source.value(at))
+DISPATCH = Section(SECTION, PollingConfiguration, unknown_key=CODE_UNKNOWN_KEY,
+                   invalid_value=CODE_INVALID_VALUE, invalid_duration=CODE_INVALID_DURATION,
+                   missing=CODE_INVALID_VALUE, rules={_RANGE: Rule(CODE_OUT_OF_RANGE, "{msg}")})
 
 
 # ---------------------------------------------------------------------------------------
@@ -380,7 +301,7 @@ def parse_dispatch_config(
         return PollingConfiguration.model_validate(
             data, context={_FROM_FLAG: timeout_from_flag})
     except ValidationError as exc:
-        raise ConfigError([_diagnostic(e, base, source) for e in exc.errors()]) from None
+        raise ConfigError(section_diagnostics(exc, DISPATCH, source, base)) from None
 
 
 def find_project_config(start: Path | None = None) -> Path | None:

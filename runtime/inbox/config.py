@@ -31,7 +31,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from interlock.machines.diagnostics import Mark, SpecError, error
-from interlock.machines.durations import parse_duration
+from interlock.machines.settings import Duration, Section, section_diagnostics
 from interlock.machines.yamlsrc import SourceMap, parse_yaml
 from interlock.runtime.inbox.model import InboxError
 
@@ -148,13 +148,6 @@ def _redact(url: str) -> str:
 # -- the inbox: section --------------------------------------------------------------
 
 
-def _seconds(value: Any) -> float:
-    try:
-        return parse_duration(value)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(str(exc)) from None
-
-
 class PollerConfig(BaseModel):
     """The ``inbox:`` section: where the store is and how the poller paces itself."""
 
@@ -162,18 +155,12 @@ class PollerConfig(BaseModel):
 
     store: str | None = None
     enabled: bool = True
-    interval: float = Field(default=30.0, gt=0)
-    lease: float = Field(default=300.0, gt=0)
-    request_timeout: float = Field(default=10.0, gt=0)
-    backoff_base: float = Field(default=1.0, gt=0)
-    backoff_max: float = Field(default=300.0, gt=0)
+    interval: Duration = Field(default=30.0, gt=0)
+    lease: Duration = Field(default=300.0, gt=0)
+    request_timeout: Duration = Field(default=10.0, gt=0)
+    backoff_base: Duration = Field(default=1.0, gt=0)
+    backoff_max: Duration = Field(default=300.0, gt=0)
     batch: int = Field(default=10, ge=1, le=1000)
-
-    @field_validator("interval", "lease", "request_timeout", "backoff_base", "backoff_max",
-                     mode="before")
-    @classmethod
-    def _duration(cls, value: Any) -> float:
-        return _seconds(value)
 
     @field_validator("store")
     @classmethod
@@ -184,6 +171,11 @@ class PollerConfig(BaseModel):
             except InboxConfigError as exc:
                 raise ValueError(str(exc)) from None
         return value
+
+
+POLLER = Section(SECTION, PollerConfig, unknown_key="C002", invalid_value="C002",
+                 invalid_duration="C002", missing="C002",
+                 unknown_key_message="{name}: unknown key")
 
 
 def parse_poller_config(data: Any, source: SourceMap | None = None) -> PollerConfig | None:
@@ -200,15 +192,7 @@ def parse_poller_config(data: Any, source: SourceMap | None = None) -> PollerCon
     try:
         return PollerConfig.model_validate(data)
     except ValidationError as exc:
-        diagnostics = []
-        for e in exc.errors():
-            loc = (SECTION, *e["loc"])
-            field = ".".join(str(p) for p in loc)
-            message = str(e["msg"]).removeprefix("Value error, ")
-            if e["type"] == "extra_forbidden":
-                message = "unknown key"
-            diagnostics.append(error("C002", f"{field}: {message}", source.value(loc)))
-        raise SpecError(diagnostics) from None
+        raise SpecError(section_diagnostics(exc, POLLER, source, (SECTION,))) from None
 
 
 def load_poller_config(path: Path | None = None, *, start: Path | None = None

@@ -31,7 +31,6 @@ Problems are :class:`RalphConfigError` diagnostics at ``interlock.yaml:LINE:COL`
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,8 +49,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
-from interlock.machines.durations import setting_duration
+from interlock.machines.diagnostics import Mark, SpecError, error
+from interlock.machines.settings import Duration, Rule, Section, section_diagnostics
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap, parse_yaml
 from interlock.runtime.agents.config import ROLES, AgentConfig, load_agents, resolve_agent
@@ -77,7 +76,6 @@ CODES: dict[str, str] = {
     CODE_INVALID_PATTERN: "invalid regular expression in retry.output_patterns",
 }
 
-_DURATION = "ralph_duration"
 _PATTERN = "ralph_pattern"
 
 
@@ -85,14 +83,6 @@ class RalphConfigError(SpecError):
     """The ``ralph:`` configuration is invalid; carries located diagnostics."""
 
 
-def _duration(value: Any) -> float:
-    try:
-        return setting_duration(value)
-    except ValueError as exc:
-        raise PydanticCustomError(_DURATION, str(exc)) from None
-
-
-Duration = Annotated[float, BeforeValidator(_duration)]
 Text = Annotated[str, Field(strict=True, min_length=1)]
 Count = Annotated[int, Field(strict=True, ge=1)]
 
@@ -203,46 +193,10 @@ class RalphConfig(BaseModel):
 # ---------------------------------------------------------------------------------------
 # pydantic errors -> located diagnostics
 
-
-
-def _known_keys(loc: tuple[Any, ...]) -> list[str]:
-    if loc[:1] == ("gates",):
-        return list(Gate.model_fields)
-    if loc[:1] == ("retry",):
-        return list(RetryPolicy.model_fields)
-    return list(RalphConfig.model_fields)
-
-
-def _diagnostic(err: Any, base: SourcePath, source: SourceMap) -> Diagnostic:
-    loc: tuple[Any, ...] = tuple(err["loc"])
-    at: SourcePath = (*base, *loc)
-    while len(at) > len(base) and not source.has(at) and not isinstance(at[-1], str):
-        at = at[:-1]
-    kind = err["type"]
-    name = ".".join(str(p) for p in at)
-    if kind == "extra_forbidden":
-        key = str(loc[-1])
-        keys = _known_keys(loc)
-        close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}?" if close else "expected one of: " + ", ".join(keys)
-        where = ".".join(str(p) for p in at[:-1])
-        return error(CODE_UNKNOWN_KEY, f"unknown key {key!r} in {where}", source.key(at), hint)
-    if kind == "missing":
-        return error(CODE_INVALID_VALUE, f"{name} is required", source.key(at[:-1]))
-    if kind == _DURATION:
-        return error(CODE_INVALID_DURATION, f"invalid duration for {name}: {err['msg']}",
-                     source.value(at))
-    if kind == _PATTERN:
-        return error(CODE_INVALID_PATTERN, f"invalid regular expression in {name}: "
-                     f"{err['msg']}", source.value(at))
-    message = str(err["msg"]).replace("Input should be", "expected")
-    if kind.startswith("ralph_") or "input" not in err:
-        return error(CODE_INVALID_VALUE, f"invalid value for {name}: {message}",
-                     source.value(at))
-    shown = repr(err.get("input"))
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return error(CODE_INVALID_VALUE, f"invalid value for {name}: {message}, got {shown}",
-                 source.value(at))
+RALPH = Section(SECTION, RalphConfig, unknown_key=CODE_UNKNOWN_KEY,
+                invalid_value=CODE_INVALID_VALUE, invalid_duration=CODE_INVALID_DURATION,
+                missing=CODE_INVALID_VALUE, rules={_PATTERN: Rule(
+                    CODE_INVALID_PATTERN, "invalid regular expression in {name}: {msg}")})
 
 
 def parse_ralph(data: Any, source: SourceMap | None = None,
@@ -261,7 +215,7 @@ def parse_ralph(data: Any, source: SourceMap | None = None,
     try:
         return RalphConfig.model_validate(dict(data))
     except ValidationError as exc:
-        raise RalphConfigError([_diagnostic(e, base, source) for e in exc.errors()]) from None
+        raise RalphConfigError(section_diagnostics(exc, RALPH, source, base)) from None
 
 
 def load_ralph_config(path: Path | str) -> RalphConfig:

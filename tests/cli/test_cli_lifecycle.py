@@ -28,7 +28,7 @@ def _run(tmp_path: Path, spec: str, session: str, bindings: str = BINDINGS
 
 
 def _running(cli: Cli, tmp_path: Path, runner: subprocess.Popen[str], session: str) -> None:
-    wait_for_status(cli, tmp_path, lambda v: v["status"] == "running", runner, session)
+    wait_for_status(tmp_path, lambda v: v["status"] == "running", runner, session)
 
 
 def _record(cli: Cli, tmp_path: Path, session: str, n: int) -> subprocess.CompletedProcess[str]:
@@ -93,7 +93,7 @@ def test_a_spec_handling_error_execution_goes_on(cli: Cli, tmp_path: Path) -> No
     _running(cli, tmp_path, runner, "h1")
     for n in (1, 2, 3):
         _record(cli, tmp_path, "h1", n)
-    view = wait_for_status(cli, tmp_path, lambda v: v["active"] == ["broken"], runner, "h1")
+    view = wait_for_status(tmp_path, lambda v: v["active"] == ["broken"], runner, "h1")
     assert view["status"] == "running"
     assert view["context"]["seen"] == [1, 2]
     [noted] = view["context"]["errors"]

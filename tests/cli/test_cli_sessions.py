@@ -25,10 +25,10 @@ def _start(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
 
 def test_run_send_status_log_and_ctrl_c_then_resume(cli: Cli, tmp_path: Path) -> None:
     runner = _start(tmp_path)
-    wait_for_status(cli, tmp_path, lambda v: v["active"] == ["idle"], runner)
+    wait_for_status(tmp_path, lambda v: v["active"] == ["idle"], runner)
     assert cli("send", "s1", "go", cwd=tmp_path).returncode == 0
     assert cli("send", "s1", "tick", "--data", '{"n": 5}', cwd=tmp_path).returncode == 0
-    view = wait_for_status(cli, tmp_path, lambda v: v["context"]["seen"] == [5], runner)
+    view = wait_for_status(tmp_path, lambda v: v["context"]["seen"] == [5], runner)
     assert view["active"] == ["working", "lap"]
     assert [t["event"] for t in view["timers"]] == ["after.lap.1"]  # the 0s one fired
 
@@ -60,7 +60,7 @@ def test_run_send_status_log_and_ctrl_c_then_resume(cli: Cli, tmp_path: Path) ->
 def test_a_second_runner_on_the_same_session_refuses(cli: Cli, tmp_path: Path) -> None:
     first = _start(tmp_path)
     try:
-        wait_for_status(cli, tmp_path, lambda v: v["active"] == ["idle"], first)
+        wait_for_status(tmp_path, lambda v: v["active"] == ["idle"], first)
         second = cli("resume", "s1", "--bindings", str(BINDINGS), cwd=tmp_path)
         assert second.returncode == 1
         assert "being run by another runner" in second.stderr
@@ -94,7 +94,7 @@ def test_bad_input_gets_messages_and_exit_codes(cli: Cli, tmp_path: Path) -> Non
 def test_log_follow_prints_steps_as_they_happen_and_ends_with_the_session(
         cli: Cli, tmp_path: Path) -> None:
     runner = _start(tmp_path)
-    wait_for_status(cli, tmp_path, lambda v: v["active"] == ["idle"], runner)
+    wait_for_status(tmp_path, lambda v: v["active"] == ["idle"], runner)
     follower = subprocess.Popen(
         [sys.executable, "-m", "interlock.runtime.cli", "log", "s1", "--follow"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

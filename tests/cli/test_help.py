@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from importlib.metadata import version
+from typing import Any
 
 import pytest
 import typer
@@ -10,6 +14,9 @@ import typer
 from interlock.runtime.cli.app import app
 
 from support.cli import Cli
+from support.paths import TESTS
+
+HELP_PAGES = TESTS / "support" / "help_pages.py"
 
 
 def _command_paths() -> list[tuple[str, ...]]:
@@ -23,17 +30,39 @@ def _command_paths() -> list[tuple[str, ...]]:
     return sorted(paths)
 
 
+@pytest.fixture(scope="module")
+def pages() -> dict[str, dict[str, dict[str, Any]]]:
+    """What `-h` and `--help` print and exit with, for every command: one process runs the
+    CLI's entry point for each (starting 80 processes took most of this module's time)."""
+    result = subprocess.run([sys.executable, str(HELP_PAGES), json.dumps(_command_paths())],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    found: dict[str, dict[str, dict[str, Any]]] = json.loads(result.stdout)
+    return found
+
+
 def test_every_command_is_listed() -> None:
     paths = _command_paths()
     assert {("run",), ("dispatch",), ("signal",), ("mailbox", "consume")} <= set(paths)
 
 
 @pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "interlock")
-def test_h_and_help_print_the_same_help(cli: Cli, path: tuple[str, ...]) -> None:
-    short = cli(*path, "-h")
-    assert short.returncode == 0, short.stderr
-    assert "Usage: interlock" in short.stdout
-    assert cli(*path, "--help").stdout == short.stdout
+def test_h_and_help_print_the_same_help(pages: dict[str, dict[str, dict[str, Any]]],
+                                        path: tuple[str, ...]) -> None:
+    short, long = pages[" ".join(path)]["-h"], pages[" ".join(path)]["--help"]
+    assert short["code"] == 0, short["stderr"]
+    assert "Usage: interlock" in short["stdout"]
+    assert long == short
+
+
+@pytest.mark.parametrize("path", [(), ("run",), ("inbox", "ack")],
+                         ids=lambda p: " ".join(p) or "interlock")
+def test_a_process_of_its_own_prints_the_same_pages(
+        cli: Cli, pages: dict[str, dict[str, dict[str, Any]]], path: tuple[str, ...]) -> None:
+    for flag in ("-h", "--help"):
+        shown = cli(*path, flag)
+        assert (shown.returncode, shown.stdout, shown.stderr) == (
+            0, pages[" ".join(path)][flag]["stdout"], ""), flag
 
 
 def test_version(cli: Cli) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -322,9 +323,25 @@ def test_the_corpus_is_big_enough() -> None:
     assert len({m.name for m in MISTAKES}) == len(MISTAKES)
 
 
+@pytest.fixture(scope="module")
+def finished_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The "finished" scene, made once (an `interlock run`) and copied for each mistake."""
+    root = tmp_path_factory.mktemp("finished")
+    _finished(root)
+    return root
+
+
+def _scene(request: pytest.FixtureRequest, name: str, root: Path) -> None:
+    if name == "finished":
+        shutil.copytree(request.getfixturevalue("finished_folder"), root, dirs_exist_ok=True)
+    else:
+        SCENES[name](root)
+
+
 @pytest.mark.parametrize("mistake", [_param(m) for m in MISTAKES])
-def test_a_mistake_gets_one_clear_line(cli: Cli, tmp_path: Path, mistake: Mistake) -> None:
-    SCENES[mistake.scene](tmp_path)
+def test_a_mistake_gets_one_clear_line(cli: Cli, tmp_path: Path, mistake: Mistake,
+                                       request: pytest.FixtureRequest) -> None:
+    _scene(request, mistake.scene, tmp_path)
     before = _tree(tmp_path)
     try:
         result = cli(*mistake.args, cwd=tmp_path, timeout=60)
@@ -345,9 +362,9 @@ def _sessions_in(root: Path) -> list[str]:
         return [row[0] for row in conn.execute("SELECT id FROM sessions")]
 
 
-def test_a_refused_context_creates_no_session_even_with_a_store(cli: Cli,
-                                                                tmp_path: Path) -> None:
-    _finished(tmp_path)
+def test_a_refused_context_creates_no_session_even_with_a_store(
+        cli: Cli, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    _scene(request, "finished", tmp_path)
     result = cli("run", "typed.yaml", "--session", "c1", "--context", '{"retries": "2"}',
                  "--no-signals", cwd=tmp_path)
     assert result.returncode == 2, result.stderr
@@ -367,7 +384,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
          "--bindings", str(CRASHY_BINDINGS)],
         cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for_status(_plain_cli, root, lambda v: v["active"] == ["idle"], runner)
+        wait_for_status(root, lambda v: v["active"] == ["idle"], runner)
         yield root
     finally:
         runner.send_signal(signal.SIGINT)

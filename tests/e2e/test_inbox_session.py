@@ -61,7 +61,7 @@ def test_inbox_messages_exactly_once_across_a_killed_runner(cli: Cli, tmp_path: 
     first = _post(cli, tmp_path, "one")
     runner = _runner(tmp_path, "run", "listener.yaml", "--session", "s1")
     try:
-        view = wait_for_status(cli, tmp_path, lambda v: (v.get("inbox") or {}).get(
+        view = wait_for_status(tmp_path, lambda v: (v.get("inbox") or {}).get(
             "delivered") == 1 and v["queued"] == 0, runner)
         assert view["inbox"] == {"delivered": 1, "pending": 0}
         runner.send_signal(signal.SIGKILL)
@@ -75,7 +75,7 @@ def test_inbox_messages_exactly_once_across_a_killed_runner(cli: Cli, tmp_path: 
     assert isinstance(lease_until, float) and lease_until < time.time()  # fetchable again
     resumed = _runner(tmp_path, "resume", "s1")
     try:
-        wait_for_status(cli, tmp_path, lambda v: (v.get("inbox") or {}).get(
+        wait_for_status(tmp_path, lambda v: (v.get("inbox") or {}).get(
             "delivered") == 2 and v["queued"] == 0, resumed)
         sent = cli("send", "s1", "finish", cwd=tmp_path)
         assert sent.returncode == 0, sent.stderr

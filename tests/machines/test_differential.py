@@ -3,7 +3,8 @@
 For each machine the transitions backend accepts (random machines from the common
 subset, and every built-in spec in specs/), TRACES_PER_SPEC seeded random event traces
 run through both backends; after every event the configurations, termination and the
-log of actions (name, event, source, target, data) must be equal.
+log of actions (name, event, source, target, data) must be equal. The default run
+generates GENERATED_SPECS machines; INTERLOCK_STRESS=full (.ci/run) four times as many.
 
 Guards are bound to a deterministic function of (guard name, events sent so far), so
 how often a backend evaluates a guard does not matter. The action ``r1`` raises an
@@ -28,9 +29,11 @@ from interlock.machines import Call, MachineIR, SpecError, build_ir, compile, lo
 from interlock.machines.backends.base import CompiledMachine, MachineInstance
 from interlock.machines.ir import TransitionKind
 
+from support.stress import scaled
+
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 TRACES_PER_SPEC = 200  # per machine; asserted by every test below
-GENERATED_SPECS = 60
+GENERATED_SPECS = scaled(15, 60)
 MAX_TRACE = 20
 
 EVENTS = ("a", "b", "c", "go.left", "go.right")
@@ -252,6 +255,7 @@ def _accepted(spec_text: str) -> MachineIR | None:
     return ir
 
 
+@pytest.mark.stress
 @settings(max_examples=GENERATED_SPECS, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(machines(), st.integers(0, 2**16))

@@ -19,6 +19,8 @@ GUARDED = ("machine: g\ninitial: a\nstates:\n  a: {on: {go: {target: b, guard: o
 
 @pytest.mark.parametrize("module", ["interlock.machines", "interlock.machines.checked",
                                     "interlock.machines.compile",
+                                    "interlock.machines.durations",
+                                    "interlock.machines.settings",
                                     "interlock.machines.yamlsrc"])
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

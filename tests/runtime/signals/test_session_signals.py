@@ -38,7 +38,7 @@ def test_signals_steer_a_running_session_and_approve_waits_for_its_state(
     runner = _start(tmp_path)
     folder = tmp_path / ".interlock" / "sessions" / "s1"
     try:
-        wait_for_status(cli, tmp_path, lambda v: v["active"] == ["working"], runner)
+        wait_for_status(tmp_path, lambda v: v["active"] == ["working"], runner)
         early = cli("signal", str(folder), "APPROVE", "--wait", "0.5", cwd=tmp_path)
         assert early.returncode == 124  # nothing accepts APPROVE while working: it waits
 
@@ -48,7 +48,7 @@ def test_signals_steer_a_running_session_and_approve_waits_for_its_state(
         receipt = json.loads(steer.stdout)
         assert receipt["handled_by"] == "interlock session s1"
         assert receipt["action_taken"].startswith("delivered to session s1 as signal.STEER")
-        wait_for_status(cli, tmp_path,
+        wait_for_status(tmp_path,
                         lambda v: v["context"]["steers"] == ["use bar, not foo"], runner)
 
         assert cli("send", "s1", "review", cwd=tmp_path).returncode == 0
@@ -77,7 +77,7 @@ def test_a_signal_claimed_by_a_dead_runner_is_applied_once(cli: Cli, tmp_path: P
     in its claims folder, the event already offered to the store. The next runner adopts
     the claim, finds the key delivered, archives the signal, and applies nothing twice."""
     first = _start(tmp_path)  # creates the session; stopped before any signal
-    wait_for_status(cli, tmp_path, lambda v: v["active"] == ["working"], first)
+    wait_for_status(tmp_path, lambda v: v["active"] == ["working"], first)
     first.send_signal(signal.SIGINT)
     first.communicate(timeout=30)
     store = open_store(None, tmp_path)
@@ -97,9 +97,9 @@ def test_a_signal_claimed_by_a_dead_runner_is_applied_once(cli: Cli, tmp_path: P
     runner = _start(tmp_path)
     try:
         view = wait_for_status(
-            cli, tmp_path,
+            tmp_path,
             lambda v: v["context"]["steers"] == ["only once"] and v["queued"] == 0, runner)
-        wait_for_status(cli, tmp_path, lambda v: mailbox.is_finished(steer.file_name), runner)
+        wait_for_status(tmp_path, lambda v: mailbox.is_finished(steer.file_name), runner)
         meta = read_metadata(mailbox.processed / steer.file_name)
         assert meta is not None
         assert meta["action_taken"].startswith("already delivered to session s1")
