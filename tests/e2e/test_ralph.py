@@ -23,6 +23,7 @@ from support.ralph_e2e import (
     invocation,
     kill_leftovers,
     meta,
+    post,
     processed,
     processes_in,
     progress,
@@ -84,7 +85,7 @@ def test_sigkill_mid_executor_then_run_again(tmp_path: Path) -> None:
     project(tmp_path, SLOW)
     proc = start(tmp_path, "ralph", "run", "s")
     wait_until(lambda: "[/] T2" in progress(tmp_path), what="T2 in progress")
-    signal(tmp_path, "INFO", "before the crash")
+    post(tmp_path, "INFO", "before the crash")
     wait_until(lambda: len(set(processes_in(tmp_path)) - {proc.pid}) > 0,
                what="the T2 executor process")
     agents = set(processes_in(tmp_path)) - {proc.pid}

@@ -1,6 +1,7 @@
 """Every live signal of seed 004, both while an agent runs and at a checkpoint, through
 the installed CLI: `interlock ralph run` with the demo agents as real processes, signals
-dropped with `interlock signal`. Each checks what the engine did and who handled it
+dropped with `interlock signal` (or, where an agent's call is short, the same façade call
+in the test's own process). Each checks what the engine did and who handled it
 (`handling_metadata` in signals/processed/)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from support.ralph_e2e import (
     kill_leftovers,
     meta,
     pending,
+    post,
     processed,
     processes_in,
     progress,
@@ -53,7 +55,7 @@ def test_abort_while_the_executor_runs(tmp_path: Path) -> None:
     project(tmp_path, SLOW)
     proc = start(tmp_path, "ralph", "run", "s")
     wait_until(lambda: running(tmp_path), what="T1 in progress")
-    signal(tmp_path, "ABORT", "stop now")
+    post(tmp_path, "ABORT", "stop now")
     code, err = finish(proc)
     assert code == 1, err
     data = meta(tmp_path)
@@ -97,7 +99,7 @@ def test_pause_while_running_keeps_the_work_then_resume(tmp_path: Path) -> None:
     project(tmp_path, SLOW, request="write the parser; write the report")
     proc = start(tmp_path, "ralph", "run", "s")
     wait_until(lambda: running(tmp_path), what="T1 in progress")
-    signal(tmp_path, "PAUSE", "wait for me")
+    post(tmp_path, "PAUSE", "wait for me")
     wait_until(lambda: state(tmp_path) == "PAUSED", what="PAUSED")
     text = progress(tmp_path)
     assert "Paused by signal" in text
@@ -134,8 +136,8 @@ def test_steer_scope_change_and_info_while_running(tmp_path: Path) -> None:
     project(tmp_path, SLOW, request="write the parser; test it")
     proc = start(tmp_path, "ralph", "run", "s")
     wait_until(lambda: running(tmp_path), what="T1 in progress")
-    signal(tmp_path, "INFO", "the target is Linux")
-    signal(tmp_path, "STEER", "scope: write a lexer instead")
+    post(tmp_path, "INFO", "the target is Linux")
+    post(tmp_path, "STEER", "scope: write a lexer instead")
     code, err = finish(proc, 120)
     assert code == 0, err
     first = progress(tmp_path, 1)
@@ -154,7 +156,7 @@ def test_steer_redo_while_running_restarts_the_implementation(tmp_path: Path) ->
     project(tmp_path, SLOW, request="write the parser")
     proc = start(tmp_path, "ralph", "run", "s")
     wait_until(lambda: running(tmp_path), what="T1 in progress")
-    signal(tmp_path, "STEER", "redo: use bar", "--target", "Ralph-Executor")
+    post(tmp_path, "STEER", "redo: use bar", target="Ralph-Executor")
     code, err = finish(proc)
     assert code == 0, err
     report = (session(tmp_path) / "iterations/1/tasks/T1.md").read_text()
@@ -200,7 +202,7 @@ def test_approve_while_running_waits_for_knowledge_approval(tmp_path: Path) -> N
     project(tmp_path, SLOW, ralph="knowledge_approval_timeout: 1h", request="write the parser")
     proc = start(tmp_path, "ralph", "run", "s")
     wait_until(lambda: running(tmp_path), what="T1 in progress")
-    signal(tmp_path, "APPROVE", "early")
+    post(tmp_path, "APPROVE", "early")
     assert pending(tmp_path)  # not consumed while the executor runs
     code, err = finish(proc)
     assert code == 0, err
@@ -225,7 +227,7 @@ def test_skip_while_running_waits_for_knowledge_approval(tmp_path: Path) -> None
     project(tmp_path, SLOW, ralph="knowledge_approval_timeout: 1h", request="write the parser")
     proc = start(tmp_path, "ralph", "run", "s")
     wait_until(lambda: running(tmp_path), what="T1 in progress")
-    signal(tmp_path, "SKIP", "early")
+    post(tmp_path, "SKIP", "early")
     assert pending(tmp_path)
     code, err = finish(proc)
     assert code == 0, err

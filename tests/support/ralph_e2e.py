@@ -100,8 +100,18 @@ def project(root: Path, agents: str = "", ralph: str = "",
 
 
 def signal(root: Path, kind: str, message: str = "", *extra: str) -> None:
+    """``interlock signal s KIND MESSAGE ...`` (a process of its own)."""
     done = cli(root, "signal", "s", kind, *([message] if message else []), *extra)
     assert done.returncode == 0, done.stderr
+
+
+def post(root: Path, kind: str, message: str = "", target: str = "ALL") -> None:
+    """The same signal through the Python façade, in this process: no interpreter start-up
+    between seeing an agent run and the signal landing (``interlock signal`` costs a few
+    hundred milliseconds, which a busy machine can stretch past a short agent call)."""
+    from interlock import runtime
+
+    runtime.post_signal("s", kind, message or None, target=target, root=root)
 
 
 def processes_in(root: Path) -> list[int]:
