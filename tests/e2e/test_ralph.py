@@ -29,7 +29,6 @@ from support.ralph_e2e import (
     progress,
     project,
     session,
-    signal,
     start,
     state,
     wait_until,
