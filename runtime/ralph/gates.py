@@ -111,6 +111,7 @@ def _kill_group(pgid: int) -> None:
 
 
 _running: set[int] = set()  # process groups of the gates running now (for a stop)
+_stoppable = False  # set by main(): SIGTERM stops the gate running, then this process
 
 
 def run_gate(gate: Gate, project: Path, *, env: Mapping[str, str] | None = None,
@@ -118,16 +119,25 @@ def run_gate(gate: Gate, project: Path, *, env: Mapping[str, str] | None = None,
     """Run one gate in ``project`` (or its ``cwd`` under it) to its exit or its timeout."""
     cwd = project / gate.cwd if gate.cwd else project
     started = time.monotonic()
+    # In the gates process a stop (SIGTERM) must not come between the gate's start and
+    # its being known, or the gate would outlive it: held until the gate is listed.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}) if _stoppable \
+        else None
     try:
         process = subprocess.Popen(
             gate.argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **(env or {})})
+            env={**os.environ, **(env or {})},
+            preexec_fn=None if held is None else lambda: signal.pthread_sigmask(
+                signal.SIG_SETMASK, held))
+        _running.add(process.pid)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         return GateResult(gate.name, None, f"cannot run {gate.argv[0]!r}: {reason}\n",
                           time.monotonic() - started)
-    _running.add(process.pid)
+    finally:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     try:
         output, _ = process.communicate(timeout=gate.timeout)
     except subprocess.TimeoutExpired:
@@ -220,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RalphConfigError as exc:
         sys.stderr.write(f"{exc}\n")
         return 2
+    global _stoppable
+    _stoppable = True
     signal.signal(signal.SIGTERM, _stopped)
     report = run_gates(config.gates, project)
     # ``v`` (seed 001's verdict field) is what a command invoke's answer carries by default
