@@ -366,15 +366,16 @@ class CassettePlayer:
 
 
 def cassette(*, record: Path | str | None = None, replay: Path | str | None = None,
-             root: Path | str | None = None, speed: float = 1.0
+             root: Path | str | None = None, speed: float = 1.0, append: bool = False
              ) -> CassetteRecorder | CassettePlayer | None:
-    """The recorder for ``--record FILE`` or the player for ``--replay FILE`` (None:
-    neither given). Raises ValueError when both are given, :class:`CassetteError` for a
-    bad cassette."""
+    """The recorder for ``--record FILE`` (``append``: after the records already in it, for
+    a session that is continued) or the player for ``--replay FILE`` (None: neither
+    given). Raises ValueError when both are given, :class:`CassetteError` for a bad
+    cassette."""
     if record is not None and replay is not None:
         raise ValueError("--record and --replay cannot be used together")
     if record is not None:
-        return CassetteRecorder(record, root=root)
+        return CassetteRecorder(record, root=root, append=append)
     if replay is not None:
         return CassettePlayer(replay, root=root, speed=speed)
     return None

@@ -96,7 +96,9 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
         from interlock.runtime.agents.cassette import CassetteError, cassette
 
         try:
-            tape = cassette(record=record, replay=replay, root=folder.root)
+            continued = "limits" in folder.metadata()  # it ran before: record after that
+            tape = cassette(record=record, replay=replay, root=folder.root,
+                            append=continued)
         except (ValueError, CassetteError) as exc:
             raise UsageError(str(exc)) from None
         wrap = tape.wrap if tape is not None else None

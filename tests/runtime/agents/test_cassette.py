@@ -217,6 +217,16 @@ def test_parallel_invocations_replay_in_the_order_they_started(store: SqliteStor
     assert player.unplayed == 0
 
 
+def test_a_continued_recording_appends(store: SqliteStore, tmp_path: Path) -> None:
+    tape = tmp_path / "c.jsonl"
+    agents = commands(reviewer="import sys; sys.stdin.read(); print('v: ok')")
+    play(store, tmp_path, spec("reviewer"), CassetteRecorder(tape).wrap(agents))
+    again = cassette(record=tape, append=True)
+    assert isinstance(again, CassetteRecorder) and again.seq == 1
+    play(store, tmp_path, spec("reviewer"), again.wrap(agents), session_id="s2")
+    assert [r.seq for r in read_cassette(tape)] == [1, 2]
+
+
 def test_cassette_chooses(tmp_path: Path) -> None:
     assert cassette() is None
     recorder = cassette(record=tmp_path / "c.jsonl", root=tmp_path)
