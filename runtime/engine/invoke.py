@@ -242,8 +242,8 @@ class Invoker:
         """Stop what a dead runner left of an invocation: its agent's process group, or
         its child machine's session (cancelled, with that session's own invocations)."""
         if is_machine(record):
-            cancel_offline(self.store, child_session_id(self.session_id, record.spool),
-                           why, self.clock.now(), grace=self.config.terminate_grace)
+            _cancel_child(self.store, child_session_id(self.session_id, record.spool),
+                          why, self.clock.now(), self.config.terminate_grace)
             return
         stop_group(record.pid, record.start_ticks, record.id, self.config.terminate_grace,
                    time.sleep)
@@ -594,8 +594,8 @@ def stop_invocations(store: Store, session_id: str, *, at: float, grace: float =
     ended: list[InvocationRecord] = []
     for record in store.invocations(session_id, in_flight=True):
         if is_machine(record):
-            cancel_offline(store, child_session_id(session_id, record.spool),
-                           f"its parent session {session_id} was stopped", at, grace=grace)
+            _cancel_child(store, child_session_id(session_id, record.spool),
+                          f"its parent session {session_id} was stopped", at, grace)
         else:
             stop_group(record.pid, record.start_ticks, record.id, grace, time.sleep)
         if store.end_invocation(record.id, outcome_kind, None, at):
@@ -603,42 +603,47 @@ def stop_invocations(store: Store, session_id: str, *, at: float, grace: float =
     return ended
 
 
-def cancel_offline(store: Store, session_id: str, reason: str, at: float, *,
-                   grace: float = 5.0) -> bool:
-    """Cancel a session no live runner holds (a child machine's, whose parent runner died
-    or left it): its invocations are stopped first (:func:`stop_invocations`, child
-    machines included), then ``cancelled`` is journaled. False when there is no such
-    session, it is over already, or a live runner holds it."""
+def cancel_offline(store: Store, session_id: str, reason: str | None, at: float, *,
+                   ttl: float = 30.0, grace: float = 5.0, was: str | None = None) -> bool:
+    """Cancel a session no live runner holds (its dead runner's lease is taken over): its
+    invocations are stopped first (:func:`stop_invocations`, child machines included),
+    then ``cancelled`` is journaled with the reason (and the status it ``was``). False when
+    a live runner holds it or it is over already (nothing is done); StaleSession when it
+    changed meanwhile."""
     from interlock.runtime.host.owners import owner_is_dead
 
-    try:
-        row = store.get(session_id)
-    except SessionNotFound:
-        return False
-    if row.status in ("finished", "cancelled"):
-        return False
     holder = store.holder(session_id)
     dead = holder.owner if holder is not None and owner_is_dead(holder.owner) else None
-    lease = store.acquire(session_id, default_owner("cancel"), 30.0, at, take_from=dead)
+    lease = store.acquire(session_id, default_owner("cancel"), ttl, at, take_from=dead)
     if lease is None:
         return False
     try:
+        row = store.get(session_id)
+        if row.status in ("finished", "cancelled"):
+            return False
+        active = tuple(row.snapshot.get("configuration") or ())
+        note = f"reason: {reason}" if reason else "no reason given"
         stopped = stop_invocations(store, session_id, at=at, grace=grace)
-        note = f"reason: {reason}"
         if stopped:
             note += f"; invocations stopped: {', '.join(r.id for r in stopped)}"
-        row = store.get(session_id)
-        active = tuple(row.snapshot.get("configuration") or ())
+        if was is not None:
+            note += f"; was {was}"
         store.commit_step(
             session_id, expected_seq=row.seq, lease_token=lease.token,
             entries=[JournalEntry(row.seq + 1, at, "cancelled", before=active, after=active,
                                   note=note)],
             snapshot=row.snapshot, status="cancelled", consumed=[], now=at)
         return True
-    except StaleSession:
-        return False
     finally:
         store.release(lease)
+
+
+def _cancel_child(store: Store, session_id: str, reason: str, at: float,
+                  grace: float) -> None:
+    """Cancel a child machine's session that its parent's dead runner left (nothing when
+    it is gone, over, or held by a live runner)."""
+    with contextlib.suppress(SessionNotFound, StaleSession):
+        cancel_offline(store, session_id, reason, at, grace=grace)
 
 
 def child_sessions(store: Store, session_id: str) -> list[str]:

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from interlock.runtime.engine.errors import SessionError
-from interlock.runtime.engine.invoke import child_sessions, stop_invocations
+from interlock.runtime.engine.invoke import cancel_offline, child_sessions, stop_invocations
 from interlock.runtime.engine.runner import LEASE_TTL
 from interlock.runtime.engine.snapshot import Snapshot, SnapshotError
-from interlock.runtime.host.owners import default_owner, owner_is_dead, parse_owner
+from interlock.runtime.host.owners import owner_is_dead, parse_owner
 from interlock.runtime.store.base import (
-    JournalEntry,
     SessionNotFound,
     SessionRow,
     StaleSession,
@@ -121,36 +120,17 @@ def cancel(store: Store, session_id: str, reason: str | None, now: float) -> Can
     if info.status == "running":
         store.request_cancel(session_id, reason, now)
         return CancelOutcome(session_id, "requested", "running", info)
-    owner = default_owner("cancel")
-    lease = store.acquire(session_id, owner, LEASE_TTL, now,
-                          take_from=_dead_holder(store, session_id))
-    if lease is None:  # a runner took it meanwhile: ask it
-        store.request_cancel(session_id, reason, now)
-        return CancelOutcome(session_id, "requested", info.status,
-                             status_of(store, store.get(session_id), now))
     try:
-        row = store.get(session_id)
-        active = active_states(row)
-        note = f"reason: {reason}" if reason else "no reason given"
-        stopped = stop_invocations(store, session_id, at=now)
-        if stopped:
-            note += f"; invocations stopped: {', '.join(r.id for r in stopped)}"
-        store.commit_step(
-            session_id, expected_seq=row.seq, lease_token=lease.token,
-            entries=[JournalEntry(row.seq + 1, now, "cancelled", before=active, after=active,
-                                  note=f"{note}; was {info.status}")],
-            snapshot=row.snapshot, status="cancelled", consumed=[], now=now)
+        cancelled = cancel_offline(store, session_id, reason, now, ttl=LEASE_TTL,
+                                   was=info.status)
     except StaleSession as exc:
         raise SessionError(f"session {session_id!r} changed while being cancelled ({exc}); "
                            "try again") from None
-    finally:
-        store.release(lease)
+    if not cancelled:  # a runner took it meanwhile: ask it
+        store.request_cancel(session_id, reason, now)
+        return CancelOutcome(session_id, "requested", info.status,
+                             status_of(store, store.get(session_id), now))
     return CancelOutcome(session_id, "cancelled", info.status)
-
-
-def _dead_holder(store: Store, session_id: str) -> str | None:
-    holder = store.holder(session_id)
-    return holder.owner if holder is not None and owner_is_dead(holder.owner) else None
 
 
 def wait_until_not_running(store: Store, session_id: str, timeout: float = 3.0, *,
