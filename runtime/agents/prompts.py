@@ -89,6 +89,15 @@ def _place(origin: Mark | str | None, file: str, line: int | None) -> Mark:
     return Mark(file, line or 1, 1)
 
 
+def _undefined(exc: jinja2.UndefinedError, what: str, mark: Mark) -> PromptError:
+    """The error for a name a template or an input expression does not have."""
+    text = str(exc)
+    m = _UNDEFINED.match(text) or _NO_ATTRIBUTE.search(text)
+    variable = m.group(1) if m else None
+    label = f"undefined variable {variable!r}" if variable else text
+    return PromptError(f"{what}: {label} ({text})", mark, variable)
+
+
 @functools.lru_cache(maxsize=128)
 def _template(source: str, name: str, filename: str) -> jinja2.Template:
     """A template compiled once per process for the same text (a session renders the
@@ -108,12 +117,8 @@ def _render(source: str, name: str, variables: Mapping[str, Any],
         mark = _place(origin, name, exc.lineno)
         raise PromptError(f"{what}: template syntax error: {exc.message}", mark) from None
     except jinja2.UndefinedError as exc:
-        text = str(exc)
-        m = _UNDEFINED.match(text) or _NO_ATTRIBUTE.search(text)
-        variable = m.group(1) if m else None
         mark = _place(origin, name, _template_line(exc.__traceback__, filename))
-        label = f"undefined variable {variable!r}" if variable else text
-        raise PromptError(f"{what}: {label} ({text})", mark, variable) from None
+        raise _undefined(exc, what, mark) from None
     except jinja2.TemplateError as exc:
         mark = _place(origin, name, _template_line(exc.__traceback__, filename))
         raise PromptError(f"{what}: {exc}", mark) from None
@@ -134,12 +139,7 @@ def _evaluate(expression: str, variables: Mapping[str, Any], origin: Mark | str 
         raise PromptError(f"{what}: template syntax error: {exc.message}",
                           _place(origin, what, exc.lineno)) from None
     except jinja2.UndefinedError as exc:
-        text = str(exc)
-        m = _UNDEFINED.match(text) or _NO_ATTRIBUTE.search(text)
-        variable = m.group(1) if m else None
-        label = f"undefined variable {variable!r}" if variable else text
-        raise PromptError(f"{what}: {label} ({text})", _place(origin, what, None),
-                          variable) from None
+        raise _undefined(exc, what, _place(origin, what, None)) from None
     except jinja2.TemplateError as exc:
         raise PromptError(f"{what}: {exc}", _place(origin, what, None)) from None
     if isinstance(value, jinja2.Undefined):  # e.g. a missing item of a mapping

@@ -31,6 +31,8 @@ from interlock.runtime.interview.frontends import load_answers as _load_answers
 from interlock.runtime.interview.poller import PollerFailed, choose_agent
 from interlock.runtime.interview.protocol import AnswerValue, Question
 from interlock.runtime.interview.staged import staged_prompt as staged_prompt
+from interlock.runtime.interview.staged import task_node as staged_task_node
+from interlock.runtime.signals.model import SignalError
 
 __all__ = ["EXIT_CODES", "FrontEnd", "JsonLines", "Outcome", "Question", "ScriptedAnswers",
            "consume_staged", "load_answers", "resume_review", "review", "staged",
@@ -154,5 +156,9 @@ async def consume_staged(node: str, *, store: str | None = None,
 
 def task_node(session_id: str, task_id: str) -> str:
     """The node a Ralph task's review stages under: ``<session>-<task>``
-    (:func:`interlock.runtime.interview.staged.task_node`, checked as a user's input)."""
-    return _check_node(f"{session_id}-{task_id}")
+    (:func:`interlock.runtime.interview.staged.task_node`); UsageError for ids that do not
+    make a valid node."""
+    try:
+        return staged_task_node(session_id, task_id)
+    except SignalError as exc:
+        raise UsageError(str(exc)) from None

@@ -273,9 +273,7 @@ class Invoker:
         flight = _Flight(record, invoke)
         self._flights[invoke.id] = flight
         if command is None:
-            flight.finished = True
-            self.store.end_invocation(record.id, "error", "spawn_error", self.clock.now())
-            self._deliver(record, invoke, _spawn_error_data(record, error or ""), "spawn_error")
+            self._spawn_failed(flight, error or "")
             return self._note(kind, record, f"spawn_error: {error}")
         self._launch(flight, command, context, read=read, config=config)
         flight.started.wait(START_WAIT)
@@ -313,9 +311,7 @@ class Invoker:
             input_context = render_input(invoke.input, context=context)
         except (MachineError, PromptError) as exc:
             message = f"invoke {invoke.id!r}: machine {invoke.machine!r}: {exc}"
-            flight.finished = True
-            self.store.end_invocation(record.id, "error", "spawn_error", self.clock.now())
-            self._deliver(record, invoke, _spawn_error_data(record, message), "spawn_error")
+            self._spawn_failed(flight, message)
             return message
         timeout = self._timeout(invoke, context)
         if timeout is not None:
@@ -332,6 +328,13 @@ class Invoker:
 
         self._loop.call_soon_threadsafe(schedule)
         return None
+
+    def _spawn_failed(self, flight: _Flight, message: str) -> None:
+        """The invocation could not start: its row ends, ``error.invoke`` (spawn_error)."""
+        flight.finished = True
+        self.store.end_invocation(flight.record.id, "error", "spawn_error", self.clock.now())
+        self._deliver(flight.record, flight.invoke, _spawn_error_data(flight.record, message),
+                      "spawn_error")
 
     def _child_finished(self, flight: _Flight, task: asyncio.Future[ChildEnd]) -> None:
         """On the invoker's loop: report how the child ended, unless a cancel came first."""

@@ -205,8 +205,10 @@ class Session:
             return Step("rejected", event, payload, before, before, now,
                         note="the session has finished")
         if not self.accepts(event):
+            failure = payload.get("message") if event.startswith("error.invoke.") else None
             return Step("rejected", event, payload, before, before, now,
-                        note="no active state accepts it")
+                        note="no active state accepts it" + (
+                            f"; the invocation failed: {failure}" if failure else ""))
         armed, cancelled = self._guarded(event, lambda: self.instance.send(event, **payload))
         return Step("event", event, payload, before, self.active, now, armed, cancelled)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.host.owners import owner_is_dead
@@ -91,15 +91,7 @@ class RalphFeed:
         which runner took it (None: nothing was taken)."""
         with self._lock:
             runners = list(reversed(self._runners))
-            for name in self.mailbox.pending():
-                raw = self.mailbox.peek(name, PEEK_BYTES)
-                if raw is None:
-                    continue
-                try:
-                    signal = parse_signal(raw, name)
-                except SignalError as exc:
-                    self.mailbox.reject(name, str(exc))
-                    continue
+            for name, signal in pending(self.mailbox, quarantine=True):
                 for runner, identity in runners:
                     if self._offer(signal, name, runner, identity):
                         return runner
@@ -130,6 +122,23 @@ class RalphFeed:
         return True
 
 
+def pending(mailbox: Mailbox, *, quarantine: bool = False) -> Iterator[tuple[str, Signal]]:
+    """The signals waiting in ``inputs/``, oldest first, peeked and parsed; a malformed
+    file is skipped, or with ``quarantine`` moved aside with its reason (the
+    orchestrator's poll does that; an agent's ``ralph poll`` leaves it)."""
+    for name in mailbox.pending():
+        raw = mailbox.peek(name, PEEK_BYTES)
+        if raw is None:
+            continue  # claimed by someone else meanwhile
+        try:
+            signal = parse_signal(raw, name)
+        except SignalError as exc:
+            if quarantine:
+                mailbox.reject(name, str(exc))
+            continue
+        yield name, signal
+
+
 def take_signals(mailbox: Mailbox, identity: str, owner: str,
                  types: tuple[str, ...] = UNIVERSAL_TYPES,
                  action: str = "taken by the agent") -> list[Signal]:
@@ -137,14 +146,7 @@ def take_signals(mailbox: Mailbox, identity: str, owner: str,
     first (what ``interlock ralph poll`` gives a running agent); others stay in
     ``inputs/``."""
     taken: list[Signal] = []
-    for name in mailbox.pending():
-        raw = mailbox.peek(name, PEEK_BYTES)
-        if raw is None:
-            continue
-        try:
-            signal = parse_signal(raw, name)
-        except SignalError:
-            continue  # the orchestrator's poll quarantines malformed files
+    for name, signal in pending(mailbox):
         if signal.type not in types or signal.target not in ("ALL", identity):
             continue
         claim = mailbox.claim(name, owner)

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,8 @@ from interlock.runtime.ralph.feed import ORCHESTRATOR, RalphFeed, recover_claims
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
 from interlock.runtime.ralph.limits import (
     FileHashes,
-    ProgressSnapshot,
     SessionLimits,
+    StopReason,
     check,
     progress_digest,
 )
@@ -254,21 +254,22 @@ class RalphRun:
             return
         await asyncio.to_thread(feed.scan)
 
+    def _limit(self, ctx: Any) -> StopReason | None:
+        """The first of the engine's limits (:mod:`interlock.runtime.ralph.limits`) the
+        session has reached, its iterations counted from the orchestrator's context."""
+        done = max(0, int(ctx.get("iteration", 1)) - 1)
+        return check(replace(self.limits.snapshot(), iterations_done=done), self.config,
+                     time.time())
+
     def _over_limit(self, ctx: Any) -> bool:
-        """The engine's limits (:mod:`interlock.runtime.ralph.limits`), also the
-        orchestrator's ``over_limit`` guard at every checkpoint, so no invocation starts
-        past one: the session stops, resumable, with ``stop:`` in metadata.yaml. (A guard
-        must not write: a reached limit is kept by :meth:`_look`.)"""
-        iterations = max(0, int(ctx.get("iteration", 1)) - 1)
-        snapshot = self.limits.snapshot()
-        reason = check(ProgressSnapshot(iterations, snapshot.started_at, snapshot.cost_usd,
-                                        snapshot.invocations_without_progress),
-                       self.config, time.time())
-        return reason is not None
+        """The orchestrator's ``over_limit`` guard at every checkpoint, so no invocation
+        starts past a limit. (A guard must not write: :meth:`_reached` keeps it.)"""
+        return self._limit(ctx) is not None
 
     def _reached(self, ctx: Any) -> bool:
+        """Whether the session must stop (resumable, ``stop:`` in metadata.yaml)."""
+        reason = self._limit(ctx)
         self.limits.iterations_done = max(0, int(ctx.get("iteration", 1)) - 1)
-        reason = self.limits.check(time.time())
         if reason is not None:
             self.limit = reason.detail
             self.stop_info = reason.to_json()

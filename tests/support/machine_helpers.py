@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from interlock.machines import Call
 from interlock.runtime.engine.invoke_machine import ChildMachine, MachineError, MachineRequest
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.base import Store
+
+from support.invoke_helpers import run_until
 
 
 def child_spec(argv: list[str], *, fail_on: str = "never") -> str:
@@ -96,4 +99,15 @@ def open_parent(store: Store, tmp_path: Path, machines: Machines, *,
     runner, _ = Runner.open(store, text, str(tmp_path / "parent.yaml"), session_id="p1",
                             bindings={"keep": keep}, folder=tmp_path / "session",
                             machines=machines, owner=owner)
+    return runner
+
+
+def run_parent(store: Store, tmp_path: Path, machines: Machines, **options: Any) -> Runner:
+    """Open the parent (:func:`open_parent`) and run it to a final state; the closed
+    runner."""
+    runner = open_parent(store, tmp_path, machines, **options)
+    try:
+        run_until(runner, lambda: runner.session.is_final)
+    finally:
+        runner.close()
     return runner

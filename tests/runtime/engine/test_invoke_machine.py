@@ -19,7 +19,7 @@ from interlock.runtime.engine.invoke import cancel_offline, child_sessions, stop
 from interlock.runtime.store.sqlite import SqliteStore
 
 from support.invoke_helpers import agent_argv, alive, group_gone, pids, run_until, wait_for
-from support.machine_helpers import PARENT, Machines, child_spec, open_parent
+from support.machine_helpers import PARENT, Machines, child_spec, open_parent, run_parent
 
 
 @pytest.fixture
@@ -32,11 +32,7 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 def test_the_child_runs_to_its_final_state_and_the_parent_hears_which(
         store: SqliteStore, tmp_path: Path) -> None:
     machines = Machines(child_spec(agent_argv()))
-    runner = open_parent(store, tmp_path, machines)
-    try:
-        run_until(runner, lambda: runner.session.is_final)
-    finally:
-        runner.close()
+    runner = run_parent(store, tmp_path, machines)
     assert runner.session.active == ("passed",)
     seen = store.get("p1").snapshot["context"]["seen"]
     assert seen["state"] == "answered"
@@ -98,12 +94,8 @@ def test_a_child_that_fails_is_an_error_event_and_the_parent_goes_on(
 
 
 def test_an_unknown_machine_is_a_spawn_error(store: SqliteStore, tmp_path: Path) -> None:
-    runner = open_parent(store, tmp_path, Machines(child_spec(agent_argv())),
-                         spec=PARENT.replace("machine: child", "machine: nothing"))
-    try:
-        run_until(runner, lambda: runner.session.is_final)
-    finally:
-        runner.close()
+    runner = run_parent(store, tmp_path, Machines(child_spec(agent_argv())),
+                        spec=PARENT.replace("machine: child", "machine: nothing"))
     seen = store.get("p1").snapshot["context"]["seen"]
     assert runner.session.active == ("failed",)
     assert seen["reason"] == "spawn_error" and "no machine 'nothing'" in seen["message"]
@@ -123,11 +115,7 @@ def test_ctrl_c_leaves_the_child_resumable_and_the_resumed_parent_adopts_it(
     assert store.get("p1.0001-step").status == "active"
     [record] = store.invocations("p1")
     assert record.outcome is None  # still in flight: the child session goes on later
-    runner = open_parent(store, tmp_path, machines)
-    try:
-        run_until(runner, lambda: runner.session.is_final)
-    finally:
-        runner.close()
+    runner = run_parent(store, tmp_path, machines)
     assert runner.session.active == ("passed",)
     assert len(pids(log)) == 2  # the same child session started its agent again
     assert [r.outcome for r in store.invocations("p1")] == ["done"]
@@ -190,12 +178,7 @@ def crash_mid_child(store: SqliteStore, tmp_path: Path, on_resume: str) -> tuple
 
 
 def resume_parent(store: SqliteStore, tmp_path: Path, on_resume: str) -> None:
-    runner = open_parent(store, tmp_path, Machines(child_spec(agent_argv())),
-                         on_resume=on_resume)
-    try:
-        run_until(runner, lambda: runner.session.is_final)
-    finally:
-        runner.close()
+    run_parent(store, tmp_path, Machines(child_spec(agent_argv())), on_resume=on_resume)
 
 
 def test_after_a_sigkill_adopt_resumes_the_child_which_adopts_its_agent(
