@@ -102,7 +102,17 @@ def test_sigkill_mid_executor_then_run_again(tmp_path: Path) -> None:
     assert record.count("## Call ") == 1  # the adopted agent's one call
     log = cli(tmp_path, "log", "s.0003-executor", "--json").stdout
     kinds = [json.loads(line)["kind"] for line in log.splitlines() if line.strip()]
-    assert "adopted" in kinds and kinds.count("invoked") == 1
+    # the kill may land before the `invoked` entry is journaled: the row was written
+    # before the spawn, and that one row is what the resumed child adopted
+    assert "adopted" in kinds and kinds.count("invoked") <= 1
+    from interlock.runtime.store.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / ".interlock" / "state.db")
+    try:
+        [row] = store.invocations("s.0003-executor")  # one agent for T2, never a second
+    finally:
+        store.close()
+    assert row.outcome == "done"
 
 def test_max_iterations_stops_an_agent_that_never_finishes(tmp_path: Path) -> None:
     (tmp_path / "reject.yaml").write_text("default: {verdict: retry}\n")
