@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import threading
 import time
 import uuid
@@ -55,7 +56,13 @@ from interlock.runtime.engine.invoke_machine import (
     child_session_id,
     is_machine,
 )
-from interlock.runtime.engine.invoke_process import Spool, SpooledAgent, SpooledDispatch, stop_group
+from interlock.runtime.engine.invoke_process import (
+    Spool,
+    SpooledAgent,
+    SpooledDispatch,
+    find_unnoted,
+    stop_group,
+)
 from interlock.runtime.host.owners import default_owner
 from interlock.runtime.store.base import (
     InvocationRecord,
@@ -217,6 +224,12 @@ class Invoker:
             self._launch_child(flight, context)
             return [self._note("adopted", record,
                                f"child session {child_session_id(self.session_id, record.spool)}")]
+        if mode is OnResume.ADOPT and not is_machine(record) and record.pid is None \
+                and (found := find_unnoted(record.id)) is not None:
+            # the runner died between starting the agent and noting its pid: note it now
+            self.store.invocation_started(record.id, found[0], found[0], found[1])
+            record = dataclasses.replace(record, pid=found[0], pgid=found[0],
+                                         start_ticks=found[1])
         if mode is OnResume.ADOPT and record.pid is not None and record.start_ticks:
             flight = _Flight(record, invoke)
             self._flights[invoke.id] = flight
@@ -664,10 +677,7 @@ def child_sessions(store: Store, session_id: str) -> list[str]:
 
 
 def _with_process(record: InvocationRecord, agent: SpooledAgent) -> InvocationRecord:
-    return InvocationRecord(
-        id=record.id, session_id=record.session_id, invoke=record.invoke, state=record.state,
-        argv=record.argv, spool=record.spool, started_at=record.started_at, pid=agent.pid,
-        pgid=agent.pgid, start_ticks=agent.ticks)
+    return dataclasses.replace(record, pid=agent.pid, pgid=agent.pgid, start_ticks=agent.ticks)
 
 
 def _base_data(record: InvocationRecord, result: dict[str, Any],

@@ -259,6 +259,19 @@ def stop_group(pid: int | None, ticks: str | None, dispatch_id: str, grace: floa
     return True
 
 
+def find_unnoted(dispatch_id: str) -> tuple[int, str] | None:
+    """The (pid, start ticks) of the live shim a runner started for ``dispatch_id`` but
+    died before noting (its row has no pid): the process that leads its own group and
+    carries the id. None when no such process runs."""
+    for pid in _all_pids():
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pid and carries_dispatch_id(pid, dispatch_id):
+                ticks = start_ticks(pid)
+                if ticks is not None:
+                    return pid, ticks
+    return None
+
+
 def _exists(pid: int) -> bool:
     try:
         os.kill(pid, 0)

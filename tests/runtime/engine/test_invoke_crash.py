@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -92,6 +93,22 @@ def test_adopt_takes_the_same_agents_answer(store: SqliteStore, tmp_path: Path) 
     assert "adopted" in [e.kind for e in store.journal("s1", after_seq=-1)]
     assert group_gone(pid)
     assert not alive_pid(pid_of_agent(tmp_path))
+
+
+def test_adopt_finds_an_agent_whose_pid_the_dead_runner_never_noted(
+        store: SqliteStore, tmp_path: Path) -> None:
+    """The runner died between starting the agent and noting its pid (the row has none):
+    the resumed runner finds the agent by its dispatch id and adopts it all the same."""
+    pid, _ = crash_mid_invoke(store, tmp_path, "adopt")
+    with sqlite3.connect(tmp_path / "state.db") as db:
+        db.execute("UPDATE invocations SET pid = NULL, pgid = NULL, start_ticks = NULL")
+    resume(store, tmp_path)
+    assert pids(tmp_path / "pids") == [pid_of_agent(tmp_path)]  # no second agent
+    assert outcome(store)["answer"]["pid"] == pid_of_agent(tmp_path)
+    [record] = store.invocations("s1")
+    assert record.pid == pid and record.outcome == "done"
+    assert "adopted" in [e.kind for e in store.journal("s1", after_seq=-1)]
+    assert group_gone(pid)
 
 
 def test_restart_starts_exactly_one_new_agent(store: SqliteStore, tmp_path: Path) -> None:
