@@ -4,78 +4,17 @@ by keystrokes, Back at each level, Esc aborts. The run is recorded as an asciine
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import pexpect
-import pyte
 
 from interlock import runtime
 
 from support.interview import gone, use_fake_poller
 from support.invoke_helpers import wait_for
-
-COLUMNS, ROWS = 100, 60
-DOWN, ESC, BACKSPACE = "\x1b[B", "\x1b", "\x7f"
-
-
-class Recorder:
-    """pexpect's logfile_read: keeps every byte of output with its time (a cast)."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-        self.events: list[tuple[float, str]] = []
-
-    def write(self, data: str) -> None:
-        self.events.append((round(time.monotonic() - self.start, 3), data))
-
-    def flush(self) -> None:
-        return None
-
-    def text(self) -> str:
-        return "".join(data for _, data in self.events)
-
-    def cast(self) -> str:
-        header = {"version": 2, "width": COLUMNS, "height": ROWS,
-                  "title": "interlock review: the seed 000 path"}
-        return "\n".join([json.dumps(header), *(json.dumps([t, "o", d])
-                                                for t, d in self.events)]) + "\n"
-
-
-class Terminal:
-    """The child in a pty and its screen (pyte), fed as output arrives."""
-
-    def __init__(self, child: pexpect.spawn, recorder: Recorder) -> None:
-        self.child = child
-        self.recorder = recorder
-        self.screen = pyte.Screen(COLUMNS, ROWS)
-        self.stream = pyte.Stream(self.screen)
-        self.fed = 0
-
-    def lines(self) -> list[str]:
-        return [line.rstrip() for line in self.screen.display if line.strip()]
-
-    def wait(self, pattern: str, timeout: float = 60) -> None:
-        """Until a line of the screen matches ``pattern`` (a regex); reads the pty with a
-        bounded wait, never sleeps."""
-        import re
-
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.recorder.text()
-            self.stream.feed(text[self.fed:])
-            self.fed = len(text)
-            if any(re.search(pattern, line) for line in self.lines()):
-                return
-            assert time.monotonic() < deadline, f"{pattern!r} not on screen:\n" + "\n".join(
-                self.lines())
-            try:
-                self.child.read_nonblocking(65536, timeout=0.5)
-            except pexpect.TIMEOUT:
-                continue
+from support.pty_screen import BACKSPACE, COLUMNS, DOWN, ESC, ROWS, Recorder, keys, screen_of
 
 
 def spawn(folder: Path) -> tuple[pexpect.spawn, Recorder]:
@@ -88,21 +27,6 @@ def spawn(folder: Path) -> tuple[pexpect.spawn, Recorder]:
     recorder = Recorder()
     child.logfile_read = recorder
     return child, recorder
-
-
-def screen_of(recorder: Recorder) -> list[str]:
-    screen = pyte.Screen(COLUMNS, ROWS)
-    pyte.Stream(screen).feed(recorder.text())
-    return [line.rstrip() for line in screen.display if line.strip()]
-
-
-def keys(child: pexpect.spawn, recorder: Recorder, steps: list[tuple[str, str]]) -> None:
-    """Wait until each pattern is on the screen, then press the keys. A question on screen
-    is ``? PROMPT``; once answered, it is replaced by ``PROMPT ANSWER``."""
-    terminal = Terminal(child, recorder)
-    for pattern, pressed in steps:
-        terminal.wait(pattern)
-        child.send(pressed)
 
 
 def test_the_seed_path_by_keystrokes_with_back_at_each_level(tmp_path: Path) -> None:
