@@ -33,7 +33,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
                 "parse_signal_types",
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
     "ralph": ("ralph_init", "ralph_run", "ralph_resume", "ralph_status", "ralph_poll",
-              "ralph_folder", "ralph_watch", "ralph_task_report", "RalphResult"),
+              "ralph_folder", "ralph_watch", "ralph_task_report", "ralph_corrected",
+              "RalphResult"),
     "inbox": ("post_message", "list_messages", "mark_message", "poll_settings",
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
               "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox"),
@@ -93,6 +94,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.interview import task_node as task_node
     from interlock.runtime.api.interview import terminal_ui as terminal_ui
     from interlock.runtime.api.ralph import RalphResult as RalphResult
+    from interlock.runtime.api.ralph import ralph_corrected as ralph_corrected
     from interlock.runtime.api.ralph import ralph_folder as ralph_folder
     from interlock.runtime.api.ralph import ralph_init as ralph_init
     from interlock.runtime.api.ralph import ralph_poll as ralph_poll

@@ -30,6 +30,7 @@ from interlock.runtime.signals.model import SignalError, check_identifier
 
 __all__ = [
     "RalphResult",
+    "ralph_corrected",
     "ralph_folder",
     "ralph_init",
     "ralph_poll",
@@ -81,10 +82,13 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
                     record: Path | str | None = None, replay: Path | str | None = None,
                     store: str | None = None,
                     root: Path | str | None = None, stop: asyncio.Event | None = None,
-                    on_note: Callable[[str], None] | None = None) -> RalphResult:
+                    on_note: Callable[[str], None] | None = None,
+                    on_review: Callable[[list[str]], bool] | None = None) -> RalphResult:
     """Run the session until COMPLETE (completed or aborted), a limit, or ``stop``. A
     paused session waits here. ``record``/``replay``: a cassette file that every agent
-    invocation is recorded to or replayed from (docs/ralph.md)."""
+    invocation is recorded to or replayed from (docs/ralph.md). ``on_review``: the review
+    menu for rejected tasks (``ralph.review_rejections``), called in a worker thread with
+    their ids; each review ends with :func:`ralph_corrected`; False stops the run."""
     folder = _folder(session_id, root)
     try:
         config = load_ralph_config(folder.root / PROJECT_FILE).with_overrides(
@@ -107,7 +111,7 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
         return RalphResult(session_id, str(meta["status"]))
     with translated():
         return await RalphRun(folder.root, session_id, config, store_url=store,
-                              agents=wrap, on_note=on_note).run(stop)
+                              agents=wrap, on_note=on_note, on_review=on_review).run(stop)
 
 
 async def ralph_resume(session_id: str, *, message: str | None = None,
@@ -127,6 +131,26 @@ async def ralph_resume(session_id: str, *, message: str | None = None,
 
     info = await session_status(session_id, store=store, root=folder.root)
     return info.status == "running"
+
+
+def ralph_corrected(session_id: str, task_id: str, *, store: str | None = None,
+                    root: Path | str | None = None) -> bool:
+    """The human's review of rejected task ``task_id`` ended: when the session waits for
+    its correction (``ralph.review_rejections``), queue ``corrected`` (noting whether a
+    correction was staged for the task's next Executor). Returns whether it was queued."""
+    from interlock.runtime.api.interview import task_node
+
+    folder = _folder(session_id, root)
+    if not str(folder.metadata().get("waiting_for") or "").startswith("corrections"):
+        return False
+    node = task_node(session_id, task_id)
+    with opened_store(store, folder.root) as opened, translated():
+        staged = opened.staged_config(node) is not None
+        resolution = (f"correction staged (interlock staged {node})" if staged
+                      else "reviewed, nothing staged")
+        opened.enqueue(session_id, "corrected", {"task": task_id, "resolution": resolution},
+                       time.time())
+    return True
 
 
 async def ralph_status(session_id: str, *, store: str | None = None,

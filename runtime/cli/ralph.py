@@ -9,6 +9,8 @@ import asyncio
 import json
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,6 +24,8 @@ from interlock.runtime.cli.review_options import AnswersOpt, JsonLinesOpt, Polle
 ralph_app = typer.Typer(help="Ralph orchestrator sessions (plan, execute, review, replan; "
                         "live signals).", no_args_is_help=True)
 EXIT_INTERRUPTED = 130
+EXIT_REVIEW_ABORTED = 3  # the review menu's "aborted" (Esc, Ctrl-C, EOF)
+STOPPED_REVIEW = (EXIT_REVIEW_ABORTED, EXIT_INTERRUPTED, EXIT_USAGE)
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="The Ralph session id.")]
 StoreOpt = Annotated[str | None, typer.Option("--store", metavar="URL", help="The store "
@@ -39,8 +43,64 @@ def _duration(text: str | None, option: str) -> float | None:
         raise typer.Exit(fail(f"{option}: {exc}", EXIT_USAGE)) from None
 
 
+_held: list[str] | None = None  # notes held back while the review menu has the terminal
+_holding = threading.Lock()
+
+
 def _note(text: str) -> None:
+    with _holding:
+        if _held is not None:
+            _held.append(text)
+            return
     err.print(escape(text))
+
+
+def _review_task(session_id: str, task: str, agent: str | None, answers: Path | None,
+                 as_json: bool, store: str | None) -> int:
+    """The review menu on a task's report; when the session waits for that task's
+    correction, it takes it (``ralph.review_rejections``)."""
+    from interlock.runtime.cli.review import run_review
+
+    try:
+        report, node = runtime.ralph_task_report(session_id, task)
+    except runtime.NotFound as exc:  # nothing to review: a waiting session goes on
+        code = fail(str(exc), exc.exit_code)
+    except runtime.InterlockError as exc:
+        return fail(str(exc), exc.exit_code)
+    else:
+        code = run_review(str(report), node, agent, answers, as_json, None,
+                          f"Ralph-Executor ({session_id})", store, "10m", 8)
+    if code not in STOPPED_REVIEW:
+        try:
+            runtime.ralph_corrected(session_id, task, store=store)
+        except runtime.InterlockError as exc:
+            return fail(str(exc), exc.exit_code)
+    return code
+
+
+def _terminal_review(session_id: str, store: str | None) -> Callable[[list[str]], bool]:
+    """``ralph run``'s review menu for rejected tasks, in its terminal; the runner's notes
+    wait meanwhile. False when the human stopped a review (Esc, Ctrl-C)."""
+
+    def review(tasks: list[str]) -> bool:
+        global _held
+        with _holding:
+            _held = []
+        try:
+            for task in tasks:
+                err.print(f"[bold]The Reviewer rejected {escape(task)}[/]: review its report "
+                          "(a correction is staged for its next Executor)")
+                code = _review_task(session_id, task, None, None, False, store)
+                if code in STOPPED_REVIEW:
+                    return False
+            return True
+        finally:
+            with _holding:
+                held, _held = _held or [], None
+            for text in held:
+                err.print(escape(text))
+
+    return review
 
 
 def _run(session_id: str, store: str | None, **limits: Any) -> int:
@@ -48,9 +108,11 @@ def _run(session_id: str, store: str | None, **limits: Any) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    terminal = sys.stdin.isatty() and sys.stdout.isatty()
     try:
         result = loop.run_until_complete(runtime.ralph_run(
-            session_id, store=store, stop=stop, on_note=_note, **limits))
+            session_id, store=store, stop=stop, on_note=_note,
+            on_review=_terminal_review(session_id, store) if terminal else None, **limits))
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
     finally:
@@ -155,6 +217,9 @@ def status(
               f"run: interlock ralph review {info['id']} {task_id}")
     if info["pending_signals"]:
         print(f"  pending signals: {', '.join(info['pending_signals'])}")
+    if info.get("waiting_for") and not info.get("questions"):
+        print(f"  waiting for {info['waiting_for']}; or go on without: interlock ralph "
+              f"resume {info['id']}")
     if info.get("questions"):
         print(f"  waiting for {info['waiting_for']}; answer with: interlock ralph resume "
               f"{info['id']} --message \"...\"")
@@ -172,15 +237,9 @@ def review(
     store: StoreOpt = None,
 ) -> None:
     """Review a task's report (the review menu, seed 000); a staged correction goes to the
-    next Executor invocation for that task, which shows it in its prompt and takes it."""
-    from interlock.runtime.cli.review import run_review
-
-    try:
-        report, node = runtime.ralph_task_report(session_id, task)
-    except runtime.InterlockError as exc:
-        raise typer.Exit(fail(str(exc), exc.exit_code)) from None
-    raise typer.Exit(run_review(str(report), node, agent, answers, as_json, None,
-                                f"Ralph-Executor ({session_id})", store, "10m", 8))
+    next Executor invocation for that task, which shows it in its prompt and takes it. A
+    session waiting for this task's correction goes on."""
+    raise typer.Exit(_review_task(session_id, task, agent, answers, as_json, store))
 
 
 @ralph_app.command("poll")

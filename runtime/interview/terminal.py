@@ -53,7 +53,7 @@ class TerminalUI:
         timeout = None if deadline is None else max(0.0, deadline - self.clock.now())
         result = asyncio.run(_run(app, timeout))
         if result is _ABORT:
-            self.console.print("[dim]aborted[/]")
+            self.console.print(f"[dim]{question.prompt}[/] [bold]Esc[/]")
             raise Aborted()
         shown = ("Back" if isinstance(result, str) and question.is_back(result)
                  else ", ".join(result) if isinstance(result, list) else result)

@@ -27,9 +27,11 @@ def _for_orchestrator(data: Any) -> bool:
 
 
 def make_bindings(folder: RalphFolder,
-                  over_limit: Callable[[Ctx], bool] | None = None) -> Bindings:
+                  over_limit: Callable[[Ctx], bool] | None = None,
+                  asks_corrections: Callable[[], bool] | None = None) -> Bindings:
     """The bindings of one Ralph session's orchestrator; ``over_limit`` says whether the
-    engine's limits forbid another invocation (None: no limits)."""
+    engine's limits forbid another invocation (None: no limits), ``asks_corrections``
+    whether rejected tasks wait for the human's correction (None: never)."""
 
     def iteration(c: Call) -> int:
         return int(c.context.get("iteration", 1))
@@ -273,6 +275,33 @@ def make_bindings(folder: RalphFolder,
         if path.exists():
             write_text(path, path.read_text(encoding="utf-8") + f"\nAnswers: {message}\n")
 
+    # -- corrections of rejected tasks (the review menu) ------------------------------
+
+    def has_rejections_to_correct(c: Call) -> bool:
+        return (asks_corrections is not None and asks_corrections()
+                and bool(to_correct(c.context)))
+
+    def note_corrections(c: Call) -> None:
+        tasks = to_correct(c.context)
+        folder.update_metadata(waiting_for="corrections of " + ", ".join(tasks)
+                               + f" (interlock ralph review {folder.id} TASK)")
+
+    def record_correction(c: Call) -> None:
+        data = c.data or {}
+        task = data.get("task")
+        if task in to_correct(c.context):
+            c.context["corrected"].append(task)
+            folder.note_correction(iteration(c), str(task), str(data.get("resolution")
+                                                                 or "corrected"))
+        if not to_correct(c.context):
+            folder.update_metadata(waiting_for=None)
+
+    def skip_corrections(c: Call) -> None:
+        for task in to_correct(c.context):
+            c.context["corrected"].append(task)
+            folder.note_correction(iteration(c), task, "none (ralph resume)")
+        folder.update_metadata(waiting_for=None)
+
     def needs_replanning(c: Call) -> bool:
         ctx = c.context
         failed = [i for i, r in ctx["results"].items() if r.get("status") != "completed"]
@@ -284,9 +313,10 @@ def make_bindings(folder: RalphFolder,
         remaining = _remaining(ctx)
         folder.close_iteration(old)
         ctx["iteration"] = old + 1
-        ctx["replan"] = {"from": old, "remaining": remaining, "blockers": list(ctx["blockers"])}
+        ctx["replan"] = {"from": old, "remaining": remaining, "blockers": list(ctx["blockers"]),
+                         "rejected": list(dict.fromkeys(ctx["rejected"]))}
         ctx.update(blockers=[], rejected=[], results={}, task_queue=[], review_queue=[],
-                   answers=None, questions=[])
+                   answers=None, questions=[], corrected=[])
         folder.open_iteration(old + 1)
         for name in folder.staged(old):  # knowledge not yet approved goes on, marked
             text = (folder.iteration(old) / "knowledge" / name).read_text(encoding="utf-8")
@@ -375,6 +405,9 @@ def make_bindings(folder: RalphFolder,
         "invoke_questioner": invoke_questioner,
         "record_questions": record_questions, "note_questions": note_questions,
         "record_answers": record_answers,
+        "has_rejections_to_correct": has_rejections_to_correct,
+        "note_corrections": note_corrections, "record_correction": record_correction,
+        "skip_corrections": skip_corrections,
         "for_current_iteration": for_current_iteration,
         "archive_stale_signal": archive_stale_signal,
         "invoke_planner": invoke_planner, "invoke_replanner": invoke_replanner,
@@ -403,6 +436,13 @@ def _output(c: Call) -> dict[str, Any]:
     """The subagent's final context, from its ``done.invoke`` event (empty otherwise)."""
     out = (c.data or {}).get("output")
     return dict(out) if isinstance(out, dict) else {}
+
+
+def to_correct(ctx: Ctx) -> list[str]:
+    """The tasks Reviewers rejected in the last iteration whose correction the human has
+    not given yet (``corrected`` lists those done)."""
+    done = set(ctx.get("corrected") or [])
+    return [t for t in (ctx.get("replan") or {}).get("rejected") or [] if t not in done]
 
 
 def _open_blockers(ctx: Ctx) -> list[str]:

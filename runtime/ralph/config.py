@@ -13,13 +13,20 @@ Every limit here is enforced by the engine, never left to the agent::
       invocation_timeout: 20m   # one agent invocation
       no_progress_limit: 3      # invocations in a row that change nothing
       knowledge_approval_timeout: 10m
+      review_rejections: auto   # auto | wait | off: a rejected task opens the review menu
       retry: {exit_codes: [75], output_patterns: ["No messages returned"],
               attempts: 3, base_delay: 2s, max_delay: 1m}   # (base:, cap: also read)
 
 Defaults: no gates, ``gate_attempts: 2``, no iteration/runtime/cost limit,
 ``invocation_timeout: 10m``, ``no_progress_limit: 5``, ``knowledge_approval_timeout: 1h``,
 ``retry: {attempts: 3, base_delay: 200ms, max_delay: 5s}`` with no exit code or pattern
-called transient. ``null`` turns a limit off.
+called transient, ``review_rejections: auto``. ``null`` turns a limit off.
+
+``review_rejections``: before replanning rejected tasks the session waits for the human's
+correction of each (the review menu, seed 000) — ``auto`` when ``ralph run`` has a
+terminal (the menu opens there; unattended runs go on), ``wait`` always (a correction
+comes from ``interlock ralph review ID TASK``, or ``ralph resume`` goes on without),
+``off`` never.
 
 Problems are :class:`RalphConfigError` diagnostics at ``interlock.yaml:LINE:COL``.
 
@@ -34,7 +41,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -163,6 +170,12 @@ class RalphConfig(BaseModel):
     invocation_timeout: Duration | None = 600.0
     no_progress_limit: Count | None = 5
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    review_rejections: Literal["auto", "wait", "off"] = "auto"
+
+    def asks_corrections(self, terminal: bool) -> bool:
+        """Whether a rejected task waits for the human's correction before replanning."""
+        return self.review_rejections == "wait" or (
+            self.review_rejections == "auto" and terminal)
 
     def with_overrides(self, **fields: Any) -> RalphConfig:
         """This configuration with the given settings (None: keep), validated again (the

@@ -24,6 +24,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.host.owners import owner_is_dead
@@ -75,6 +76,13 @@ class RalphFeed:
             runner.mailbox_clear = None
 
         return detach
+
+    def send(self, runner: Runner, event: str, data: dict[str, Any]) -> None:
+        """Queue ``event`` for ``runner``'s session and wake it (under the feed's lock:
+        the runners' threads share this store)."""
+        with self._lock:
+            self.store.enqueue(runner.session_id, event, data, time.time())
+        runner.wake()
 
     def clear_for(self, runner: Runner) -> bool:
         """Whether the mailbox holds nothing ``runner`` accepts now (what it asks before it

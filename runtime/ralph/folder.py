@@ -195,6 +195,16 @@ class RalphFolder:
                  for t in self.progress(n)]
         self.write_progress(n, tasks, note)
 
+    def note_correction(self, n: int, task_id: str, resolution: str) -> None:
+        """One line in ``iterations/<n>/corrections.md``: how the human's review of a
+        rejected task ended (the correction itself is staged in the store)."""
+        path = self.iteration(n) / "corrections.md"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            text = f"# Corrections of the tasks rejected before iteration {n}\n\n"
+        write_text(path, text + f"- {task_id}: {resolution} ({now_iso()})\n")
+
     def staged(self, n: int) -> list[str]:
         folder = self.iteration(n) / "knowledge"
         if not folder.is_dir():

@@ -16,13 +16,16 @@ composition its outside world:
   orchestrator and the subagent running under it;
 - the limits (iterations, runtime, cost, no progress), checked on every look: the session
   stops, resumable, with the stop reason in ``metadata.yaml``;
-- ``metadata.yaml``'s state and the notes people read.
+- ``metadata.yaml``'s state and the notes people read;
+- the review menu for rejected tasks (``ralph.review_rejections``) in ``ralph run``'s
+  terminal, while the session waits in ``awaiting_corrections``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -42,7 +45,7 @@ from interlock.runtime.engine.invoke_machine import (
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.engine.session import Step
 from interlock.runtime.host.owners import default_owner
-from interlock.runtime.ralph.bindings import make_bindings
+from interlock.runtime.ralph.bindings import make_bindings, to_correct
 from interlock.runtime.ralph.config import RalphConfig
 from interlock.runtime.ralph.feed import ORCHESTRATOR, RalphFeed, recover_claims
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
@@ -64,6 +67,10 @@ RALPH_STATES = ("PLANNING", "EXECUTING_BATCH", "REVIEWING_BATCH", "REPLANNING",
                 "KNOWLEDGE_APPROVAL", "PAUSED", "ABORTING", "COMPLETE")
 Notify = Callable[[str], None]
 WrapAgents = Callable[[AgentResolver], AgentResolver]
+# The review menu in ralph run's terminal, for the rejected tasks waiting for a
+# correction (ralph.review_rejections); False: the human stopped it (the run stops).
+Review = Callable[[list[str]], bool]
+WAITING_FOR_CORRECTIONS = "awaiting_corrections"
 
 
 def spec_path(name: str = SPEC_NAME) -> Path:
@@ -117,13 +124,15 @@ class RalphRun:
 
     def __init__(self, root: Path, session_id: str, config: RalphConfig, *,
                  store_url: str | None = None, agents: WrapAgents | None = None,
-                 on_note: Notify | None = None) -> None:
+                 on_note: Notify | None = None, on_review: Review | None = None) -> None:
         self.root = root
         self.folder = RalphFolder(root, session_id)
         self.config = config
         self.store_url = store_url
         self.wrap_agents = agents
         self.note = on_note or (lambda _text: None)
+        self.review = on_review
+        self._reviewing: asyncio.Task[bool] | None = None
         self.owner = default_owner("ralph")
         self.limit: str | None = None
         self.stop_info: dict[str, Any] | None = None
@@ -137,7 +146,8 @@ class RalphRun:
     # -- opening ------------------------------------------------------------------------
 
     def _open(self, store: Store, feed: RalphFeed) -> Runner:
-        bindings = with_session(make_bindings(self.folder, self._over_limit),
+        bindings = with_session(make_bindings(self.folder, self._over_limit,
+                                              self._asks_corrections),
                                 SessionContext.of(self.folder.id, self.folder.path))
         context = {"session_id": self.folder.id,
                    "knowledge_approval_timeout": self.config.knowledge_approval_timeout}
@@ -238,6 +248,7 @@ class RalphRun:
                 await asyncio.to_thread(self.folder.update_metadata, state=state,
                                         iteration=ctx.get("iteration", 1))
             self.note(f"{now_iso()} {state}")
+        await self._corrections(runner, feed, stop)
         if self._ended:
             costs, self._ended = self._ended, []
             n = int(ctx.get("iteration", 1))
@@ -253,6 +264,60 @@ class RalphRun:
             stop.set()
             return
         await asyncio.to_thread(feed.scan)
+
+    def _asks_corrections(self) -> bool:
+        return self.config.asks_corrections(terminal=self.review is not None)
+
+    async def _review_here(self, runner: Runner, tasks: list[str]) -> bool:
+        """The review menu for ``tasks`` in this terminal (each review sends its task's
+        ``corrected``); then wait until the session took them."""
+        review = self.review
+        assert review is not None
+        loop = asyncio.get_running_loop()
+        answered: asyncio.Future[bool] = loop.create_future()
+
+        def ask() -> None:
+            try:
+                result = review(tasks)
+            except Exception as exc:  # a broken menu stops the run (saved), not the loop
+                self.note(f"{now_iso()} the review menu failed: {type(exc).__name__}: {exc}")
+                result = False
+            with contextlib.suppress(RuntimeError):  # the run ended meanwhile
+                loop.call_soon_threadsafe(
+                    lambda: answered.done() or answered.set_result(result))
+
+        # a daemon thread: a run stopped from outside does not wait for the human
+        threading.Thread(target=ask, name="ralph-review", daemon=True).start()
+        if not await answered:
+            return False
+        return await _waiting(runner, tasks)
+
+    async def _corrections(self, runner: Runner, feed: RalphFeed, stop: asyncio.Event
+                           ) -> None:
+        """While the session waits for corrections: open the review menu for them in
+        this terminal (once at a time); a session left waiting by an earlier run that
+        now asks none (no terminal under ``auto``) goes on without."""
+        if self._reviewing is not None and self._reviewing.done():
+            stopped = not self._reviewing.result()
+            self._reviewing = None
+            if stopped:  # the human stopped the menu: the session stays waiting
+                stop.set()
+                return
+        if self._reviewing is not None or stop.is_set() \
+                or WAITING_FOR_CORRECTIONS not in runner.active:
+            return
+        tasks = to_correct(runner.session.context)
+        if self.review is not None and tasks:
+            self.note(f"{now_iso()} review of the rejected tasks: {', '.join(tasks)}")
+            self._reviewing = asyncio.create_task(self._review_here(runner, tasks))
+        elif not self._asks_corrections() or not tasks:
+            await asyncio.to_thread(feed.send, runner, "resume", {"message": None})
+            self._reviewing = asyncio.create_task(_waiting(runner))
+        else:
+            self.note(f"{now_iso()} waiting for corrections of {', '.join(tasks)}: "
+                      f"interlock ralph review {self.folder.id} TASK (or interlock ralph "
+                      f"resume {self.folder.id} to go on without)")
+            self._reviewing = asyncio.create_task(_waiting(runner))
 
     def _limit(self, ctx: Any) -> StopReason | None:
         """The first of the engine's limits (:mod:`interlock.runtime.ralph.limits`) the
@@ -274,6 +339,15 @@ class RalphRun:
             self.limit = reason.detail
             self.stop_info = reason.to_json()
         return reason is not None
+
+
+async def _waiting(runner: Runner, tasks: list[str] | None = None) -> bool:
+    """Done when the session has left ``awaiting_corrections`` or, given ``tasks``, took
+    their corrections."""
+    while WAITING_FOR_CORRECTIONS in runner.active and (
+            tasks is None or set(tasks) & set(to_correct(runner.session.context))):
+        await asyncio.sleep(TICK)
+    return True
 
 
 def _task_note(task: Any) -> str:
