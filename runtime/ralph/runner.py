@@ -282,9 +282,12 @@ class RalphRun:
             except Exception as exc:  # a broken menu stops the run (saved), not the loop
                 self.note(f"{now_iso()} the review menu failed: {type(exc).__name__}: {exc}")
                 result = False
+            def answer() -> None:
+                if not answered.done():
+                    answered.set_result(result)
+
             with contextlib.suppress(RuntimeError):  # the run ended meanwhile
-                loop.call_soon_threadsafe(
-                    lambda: answered.done() or answered.set_result(result))
+                loop.call_soon_threadsafe(answer)
 
         # a daemon thread: a run stopped from outside does not wait for the human
         threading.Thread(target=ask, name="ralph-review", daemon=True).start()
