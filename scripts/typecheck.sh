@@ -5,10 +5,10 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tree="$root/build/typecheck"
 rm -rf "$tree" && mkdir -p "$tree/interlock"
-ln -s "$root/machines" "$tree/interlock/machines"
-ln -s "$root/runtime" "$tree/interlock/runtime"
+ln -sfn "$root/machines" "$tree/interlock/machines"
+ln -sfn "$root/runtime" "$tree/interlock/runtime"
 cd "$tree"
 "$root/.venv/bin/mypy" --config-file "$root/pyproject.toml" -p interlock.machines -p interlock.runtime
 # The benchmarks import interlock.* like any user would.
-ln -s "$root/bench" "$tree/bench"
+ln -sfn "$root/bench" "$tree/bench"
 "$root/.venv/bin/mypy" --config-file "$root/pyproject.toml" bench
