@@ -314,7 +314,7 @@ class CassettePlayer:
     ``root`` is where the recorded files are written (None: not written)."""
 
     def __init__(self, path: Path | str, *, root: Path | str | None = None,
-                 speed: float = 1.0) -> None:
+                 speed: float = 1.0, continued: bool = False) -> None:
         if speed <= 0:
             raise ValueError("speed must be more than 0")
         self.path = Path(path).resolve()
@@ -322,13 +322,20 @@ class CassettePlayer:
         self.root = None if root is None else Path(root).resolve()
         self.speed = speed
         self.seq = 0
+        self._resuming = continued  # the first invocation finds where the last run ended
         self._lock = threading.Lock()
 
     def next_record(self, name: str, digest: str) -> InvocationRecord:
         """The record for the invocation of agent ``name`` whose prompt has ``digest``, the
         next one in order; raises :class:`CassetteMismatch` when the cassette is done or
-        the invocation differs."""
+        the invocation differs. For a ``continued`` session (it ran before: its first
+        invocations are played already, or adopted), the first invocation is the first
+        record with that name and prompt, and the order goes on from there."""
         with self._lock:
+            if self._resuming:
+                self._resuming = False
+                self.seq = next((r.seq - 1 for r in self.records
+                                 if r.name == name and r.prompt_sha256 == digest), 0)
             seq = self.seq + 1
             label = f"invocation {seq} ({name})"
             if seq > len(self.records):
@@ -366,16 +373,17 @@ class CassettePlayer:
 
 
 def cassette(*, record: Path | str | None = None, replay: Path | str | None = None,
-             root: Path | str | None = None, speed: float = 1.0, append: bool = False
-             ) -> CassetteRecorder | CassettePlayer | None:
-    """The recorder for ``--record FILE`` (``append``: after the records already in it, for
-    a session that is continued) or the player for ``--replay FILE`` (None: neither
-    given). Raises ValueError when both are given, :class:`CassetteError` for a bad
-    cassette."""
+             root: Path | str | None = None, speed: float = 1.0,
+             continued: bool = False) -> CassetteRecorder | CassettePlayer | None:
+    """The recorder for ``--record FILE`` or the player for ``--replay FILE`` (None:
+    neither given). ``continued``: the session ran before, so the recorder appends after
+    the records already in the file and the player resumes at the record of the first
+    invocation made now. Raises ValueError when both are given, :class:`CassetteError`
+    for a bad cassette."""
     if record is not None and replay is not None:
         raise ValueError("--record and --replay cannot be used together")
     if record is not None:
-        return CassetteRecorder(record, root=root, append=append)
+        return CassetteRecorder(record, root=root, append=continued)
     if replay is not None:
-        return CassettePlayer(replay, root=root, speed=speed)
+        return CassettePlayer(replay, root=root, speed=speed, continued=continued)
     return None

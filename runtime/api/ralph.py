@@ -100,9 +100,9 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
         from interlock.runtime.agents.cassette import CassetteError, cassette
 
         try:
-            continued = "limits" in folder.metadata()  # it ran before: record after that
+            continued = "limits" in folder.metadata()  # it ran before: go on from there
             tape = cassette(record=record, replay=replay, root=folder.root,
-                            append=continued)
+                            continued=continued)
         except (ValueError, CassetteError) as exc:
             raise UsageError(str(exc)) from None
         wrap = tape.wrap if tape is not None else None

@@ -221,10 +221,30 @@ def test_a_continued_recording_appends(store: SqliteStore, tmp_path: Path) -> No
     tape = tmp_path / "c.jsonl"
     agents = commands(reviewer="import sys; sys.stdin.read(); print('v: ok')")
     play(store, tmp_path, spec("reviewer"), CassetteRecorder(tape).wrap(agents))
-    again = cassette(record=tape, append=True)
+    again = cassette(record=tape, continued=True)
     assert isinstance(again, CassetteRecorder) and again.seq == 1
     play(store, tmp_path, spec("reviewer"), again.wrap(agents), session_id="s2")
     assert [r.seq for r in read_cassette(tape)] == [1, 2]
+
+
+def test_a_continued_replay_goes_on_where_the_last_run_ended(store: SqliteStore,
+                                                              tmp_path: Path) -> None:
+    """A session recorded in two runs (the second appending) and replayed in two runs:
+    the second replay starts at the record of its first invocation, not at the first."""
+    tape = tmp_path / "c.jsonl"
+    agents = commands(reviewer="import sys; print('v:', len(sys.stdin.read()))")
+    play(store, tmp_path, spec("reviewer"), CassetteRecorder(tape).wrap(agents))
+    again = cassette(record=tape, continued=True)
+    assert isinstance(again, CassetteRecorder)
+    other = spec("reviewer", prompt="check it again, more slowly")
+    play(store, tmp_path, other, again.wrap(agents), session_id="s2")
+    player = cassette(replay=tape, continued=True)
+    assert isinstance(player, CassettePlayer)
+    play(store, tmp_path, other, player.wrap(agents), session_id="s3")
+    assert player.seq == 2 and player.unplayed == 0
+    fresh = CassettePlayer(tape)
+    with pytest.raises(CassetteMismatch, match="invocation 1"):
+        fresh.next_record("reviewer", read_cassette(tape)[1].prompt_sha256)
 
 
 def test_cassette_chooses(tmp_path: Path) -> None:
