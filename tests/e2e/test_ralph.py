@@ -241,6 +241,26 @@ def test_a_recorded_cassette_replays_to_identical_artefacts(tmp_path: Path) -> N
     assert progress(second).count("[x]") == 3
 
 
+def test_a_session_recorded_in_two_runs_replays_in_two_runs(tmp_path: Path) -> None:
+    """Recorded up to a limit, continued with a higher one (the cassette appended);
+    replayed the same way, the continued replay goes on from its own invocation."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    cassette = tmp_path / "session.jsonl"
+    for root in (first, second):
+        root.mkdir()
+        (root / "reject.yaml").write_text("answers:\n  - {verdict: retry}\n")
+        project(root, "reviewer: {cli: demo, script: reject.yaml}",
+                ralph="max_iterations: 1", request="write the parser")
+    for root, mode in ((first, "--record"), (second, "--replay")):
+        limited = cli(root, "ralph", "run", "s", mode, str(cassette))
+        assert limited.returncode == 3, limited.stderr
+        done = cli(root, "ralph", "run", "s", "--max-iterations", "2", mode, str(cassette))
+        assert done.returncode == 0, done.stderr
+    assert len(cassette.read_text().splitlines()) == 6
+    assert _artefacts(first) == _artefacts(second)
+    assert "[x] T1" in progress(second, 2)
+
+
 def test_gates_send_a_failing_task_back_then_fail_it(tmp_path: Path) -> None:
     """A gate that passes once T1.md exists accepts T1; one that never passes fails T2
     after gate_attempts, with the gate's output in the next prompt."""
