@@ -203,7 +203,7 @@ async def ralph_status(session_id: str, *, store: str | None = None,
         # and more for scripts
         "id": session_id, "folder": str(folder.path), "stop_reason": meta.get("stop_reason"),
         "pending_signals": folder.mailbox().pending(), "invocations": invocations,
-        "waiting_for": meta.get("waiting_for"),
+        "waiting_for": meta.get("waiting_for"), "paused_for": meta.get("paused_for"),
         "to_correct": _rejected(folder, n),
         "questions": (context.get("questions") or []) if meta.get("waiting_for") else [],
         "engine": engine,

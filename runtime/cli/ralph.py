@@ -217,6 +217,9 @@ def status(
               f"run: interlock ralph review {info['id']} {task_id}")
     if info["pending_signals"]:
         print(f"  pending signals: {', '.join(info['pending_signals'])}")
+    if info.get("paused_for") and info["state"] == "PAUSED":
+        print(f"  paused: {info['paused_for']}; go on with: interlock ralph resume "
+              f"{info['id']}")
     if info.get("waiting_for") and not info.get("questions"):
         print(f"  waiting for {info['waiting_for']}; or go on without: interlock ralph "
               f"resume {info['id']}")

@@ -89,6 +89,8 @@ def make_bindings(folder: RalphFolder,
         data = c.data or {}
         out = _output(c)
         message = out.get("held_message") if "output" in data else data.get("message")
+        if folder.metadata().get("paused_for"):  # a failure's pause is over, or replaced
+            folder.update_metadata(paused_for=None)
         if message:
             c.context["pause_message"] = message
         if "output" in data:
@@ -196,6 +198,9 @@ def make_bindings(folder: RalphFolder,
         data = c.data or {}
         why = _output(c).get("error") or data.get("message") or data.get("reason")
         c.context["blockers"].append(f"invocation failed: {why}")
+        role = (c.context.get("invocation") or {}).get("role")
+        folder.update_metadata(paused_for=f"{IDENTITIES.get(str(role), 'a subagent')} "
+                               f"failed: {why}")
         absorb(c)
         done_invoking(c)
 

@@ -247,7 +247,9 @@ class RalphRun:
             if state != "COMPLETE":
                 await asyncio.to_thread(self.folder.update_metadata, state=state,
                                         iteration=ctx.get("iteration", 1))
-            self.note(f"{now_iso()} {state}")
+            why = self.folder.metadata().get("paused_for") if state == "PAUSED" else None
+            self.note(f"{now_iso()} {state}" + (
+                f": {why}; go on with: interlock ralph resume {self.folder.id}" if why else ""))
         await self._corrections(runner, feed, stop)
         if self._ended:
             costs, self._ended = self._ended, []

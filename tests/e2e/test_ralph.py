@@ -261,6 +261,26 @@ def test_a_session_recorded_in_two_runs_replays_in_two_runs(tmp_path: Path) -> N
     assert "[x] T1" in progress(second, 2)
 
 
+def test_a_cassette_that_does_not_match_pauses_the_session_saying_why(tmp_path: Path
+                                                                     ) -> None:
+    """A replay whose first prompt differs from the recorded one: the Planner cannot
+    start, the session pauses, and the run and `ralph status` say why."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    cassette = tmp_path / "session.jsonl"
+    for root, request in ((first, "write it"), (second, "write something else")):
+        root.mkdir()
+        project(root, request=request)
+    assert cli(first, "ralph", "run", "s", "--record", str(cassette)).returncode == 0
+    proc = start(second, "ralph", "run", "s", "--replay", str(cassette))
+    wait_until(lambda: state(second) == "PAUSED", what="the pause")
+    shown = cli(second, "ralph", "status", "s").stdout
+    assert "paused: Ralph-Planner failed:" in shown and "the prompt differs" in shown
+    proc.send_signal(signals.SIGINT)
+    code, err = finish(proc)
+    assert code == 130
+    assert "PAUSED: Ralph-Planner failed:" in err and "interlock ralph resume s" in err
+
+
 def test_gates_send_a_failing_task_back_then_fail_it(tmp_path: Path) -> None:
     """A gate that passes once T1.md exists accepts T1; one that never passes fails T2
     after gate_attempts, with the gate's output in the next prompt."""
