@@ -7,7 +7,6 @@ Real processes throughout: the CLI, the demo agents, the poller."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pexpect
@@ -37,31 +36,36 @@ def rejecting_project(root: Path, ralph: str = "") -> None:
             request="write the parser")
 
 
+def ralph_run_in_pty(root: Path, steps: list[tuple[str, str]]) -> tuple[int | None, str]:
+    """``interlock ralph run s`` in a real pty, keys pressed as the patterns show up; its
+    exit status and the screen at the end."""
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS),
+           "LINES": str(ROWS)}
+    child = pexpect.spawn(INTERLOCK[0], [*INTERLOCK[1:], "ralph", "run", "s"], cwd=str(root),
+                          env=env, dimensions=(ROWS, COLUMNS), encoding="utf-8", timeout=90)
+    recorder = Recorder()
+    child.logfile_read = recorder
+    try:
+        keys(child, recorder, steps)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    return child.exitstatus, "\n".join(screen_of(recorder))
+
+
 def test_a_rejection_opens_the_menu_in_ralph_runs_terminal(tmp_path: Path) -> None:
     """auto (the default) with a terminal: the menu opens in ralph run's pty on the
     rejected task's report; the seed's retry path by keys stages a correction; the run
     goes on, and iteration 2's Executor shows it and takes it."""
     rejecting_project(tmp_path)
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS),
-           "LINES": str(ROWS)}
-    child = pexpect.spawn(INTERLOCK[0], [*INTERLOCK[1:], "ralph", "run", "s"],
-                          cwd=str(tmp_path), env=env, dimensions=(ROWS, COLUMNS),
-                          encoding="utf-8", timeout=90)
-    recorder = Recorder()
-    child.logfile_read = recorder
-    try:
-        keys(child, recorder, [
-            (r"The Reviewer rejected T1", ""),
-            (r"^\? What should happen", "2"),    # Retry
-            (r"^\? What's wrong", "A"),
-            (r"^\? What's missing", "A"),
-            (r"^\? Is this what you meant", "A"),  # Correct: staged
-        ])
-        child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
-    text = "\n".join(screen_of(recorder))
-    assert child.exitstatus == 0, text
+    code, text = ralph_run_in_pty(tmp_path, [
+        (r"The Reviewer rejected T1", ""),
+        (r"^\? What should happen", "2"),    # Retry
+        (r"^\? What's wrong", "A"),
+        (r"^\? What's missing", "A"),
+        (r"^\? Is this what you meant", "A"),  # Correct: staged
+    ])
+    assert code == 0, text
     assert "T1: write the parser" in text and "Traceback" not in text
     assert "[F] T1: write the parser — review: retry" in progress(tmp_path, 1)
     assert "[x] T1" in progress(tmp_path, 2)
@@ -76,26 +80,11 @@ def test_esc_in_the_menu_stops_the_run_and_the_next_run_asks_again(tmp_path: Pat
     """Esc in the menu stops ralph run (exit 130, saved, waiting for the correction);
     ralph run again opens the menu again; Accept there goes on with nothing staged."""
     rejecting_project(tmp_path)
-    env = {**os.environ, "TERM": "xterm-256color"}
-
-    def run(steps: list[tuple[str, str]]) -> tuple[int | None, str]:
-        child = pexpect.spawn(INTERLOCK[0], [*INTERLOCK[1:], "ralph", "run", "s"],
-                              cwd=str(tmp_path), env=env, dimensions=(ROWS, COLUMNS),
-                              encoding="utf-8", timeout=90)
-        recorder = Recorder()
-        child.logfile_read = recorder
-        try:
-            keys(child, recorder, steps)
-            child.expect(pexpect.EOF)
-        finally:
-            child.close(force=True)
-        return child.exitstatus, "\n".join(screen_of(recorder))
-
-    code, text = run([(r"^\? What should happen", "\x1b")])
+    code, text = ralph_run_in_pty(tmp_path, [(r"^\? What should happen", "\x1b")])
     assert code == 130, text
     assert "waiting_for" in meta(tmp_path) and state(tmp_path) == "REPLANNING"
     assert "corrections of T1" in cli(tmp_path, "ralph", "status", "s").stdout
-    code, text = run([(r"^\? What should happen", "\r")])  # Accept
+    code, text = ralph_run_in_pty(tmp_path, [(r"^\? What should happen", "\r")])  # Accept
     assert code == 0, text
     assert "[x] T1" in progress(tmp_path, 2)
     assert CORRECTED not in invocations(tmp_path, "executor", 2)[0]
@@ -148,4 +137,3 @@ def test_a_bad_review_rejections_value_is_located(tmp_path: Path) -> None:
     done = cli(tmp_path, "ralph", "run", "s")
     assert done.returncode == 2, done.stderr
     assert "interlock.yaml:3:22" in done.stderr and "review_rejections" in done.stderr
-    assert sys.executable  # the CLI ran under this interpreter
