@@ -107,8 +107,9 @@ def test_wait_holds_the_replanning_for_ralph_review_from_elsewhere(tmp_path: Pat
     rejecting_project(tmp_path, ralph="review_rejections: wait")
     proc = start(tmp_path, "ralph", "run", "s")
     wait_until(lambda: str(meta(tmp_path).get("waiting_for", "")).startswith(
-        "corrections of T1"), what="waiting for the correction of T1")
-    assert proc.poll() is None and state(tmp_path) == "REPLANNING"
+        "corrections of T1") and state(tmp_path) == "REPLANNING",  # written by the runner
+        what="waiting for the correction of T1")                # just after the step
+    assert proc.poll() is None
     (tmp_path / "answers.yaml").write_text("[retry, A, A, A]\n")
     reviewed = cli(tmp_path, "ralph", "review", "s", "T1", "--answers", "answers.yaml")
     assert reviewed.returncode == 0, reviewed.stderr
