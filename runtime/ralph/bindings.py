@@ -302,9 +302,10 @@ def make_bindings(folder: RalphFolder,
             folder.update_metadata(waiting_for=None)
 
     def skip_corrections(c: Call) -> None:
+        why = (c.data or {}).get("reason") or "ralph resume"
         for task in to_correct(c.context):
             c.context["corrected"].append(task)
-            folder.note_correction(iteration(c), task, "none (ralph resume)")
+            folder.note_correction(iteration(c), task, f"none ({why})")
         folder.update_metadata(waiting_for=None)
 
     def needs_replanning(c: Call) -> bool:

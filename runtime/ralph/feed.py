@@ -84,6 +84,11 @@ class RalphFeed:
             self.store.enqueue(runner.session_id, event, data, time.time())
         runner.wake()
 
+    def queued(self, runner: Runner) -> bool:
+        """Whether events wait in ``runner``'s session inbox (not taken yet)."""
+        with self._lock:
+            return bool(self.store.inbox(runner.session_id))
+
     def clear_for(self, runner: Runner) -> bool:
         """Whether the mailbox holds nothing ``runner`` accepts now (what it asks before it
         raises ``polled``); a signal another session accepts is offered to it meanwhile."""

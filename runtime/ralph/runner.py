@@ -309,14 +309,16 @@ class RalphRun:
                 stop.set()
                 return
         if self._reviewing is not None or stop.is_set() \
-                or WAITING_FOR_CORRECTIONS not in runner.active:
+                or WAITING_FOR_CORRECTIONS not in runner.active \
+                or await asyncio.to_thread(feed.queued, runner):  # a resume, say: first
             return
         tasks = to_correct(runner.session.context)
         if self.review is not None and tasks:
             self.note(f"{now_iso()} review of the rejected tasks: {', '.join(tasks)}")
             self._reviewing = asyncio.create_task(self._review_here(runner, tasks))
         elif not self._asks_corrections() or not tasks:
-            await asyncio.to_thread(feed.send, runner, "resume", {"message": None})
+            await asyncio.to_thread(feed.send, runner, "resume",
+                                    {"message": None, "reason": "no terminal to review in"})
             self._reviewing = asyncio.create_task(_waiting(runner))
         else:
             self.note(f"{now_iso()} waiting for corrections of {', '.join(tasks)}: "

@@ -93,12 +93,22 @@ def test_esc_in_the_menu_stops_the_run_and_the_next_run_asks_again(tmp_path: Pat
 
 
 def test_without_a_terminal_auto_goes_on_unattended(tmp_path: Path) -> None:
-    """auto without a terminal: nothing waits; the rejected task is replanned and done."""
+    """auto without a terminal: nothing waits; the rejected task is replanned and done.
+    A session a terminal run left waiting goes on too when run without one."""
     rejecting_project(tmp_path)
     done = cli(tmp_path, "ralph", "run", "s")
     assert done.returncode == 0, done.stderr
     assert "[x] T1" in progress(tmp_path, 2)
     assert not (session(tmp_path) / "iterations/2/corrections.md").exists()
+    left = tmp_path / "left"
+    left.mkdir()
+    rejecting_project(left)
+    code, text = ralph_run_in_pty(left, [(r"^\? What should happen", "\x1b")])
+    assert code == 130, text
+    done = cli(left, "ralph", "run", "s")
+    assert done.returncode == 0, done.stderr
+    corrections = (session(left) / "iterations/2/corrections.md").read_text()
+    assert "- T1: none (no terminal to review in)" in corrections
 
 
 def test_wait_holds_the_replanning_for_ralph_review_from_elsewhere(tmp_path: Path) -> None:
