@@ -133,6 +133,7 @@ CODES: dict[str, str] = {
     "M223": "done/error.invoke event listened for where its invocation is never running",
     "M224": "invoke `machine` names a spec file that does not exist",
     "M225": "done.invoke.<id>.<final> for an invoke that is not a machine",
+    "M226": "no active state hears an invoke's error.invoke event",
     # B: backend refusals (compile targets that cannot express a feature)
     "B301": "the transitions backend cannot express this feature",
     # D: dispatch configuration (the `dispatch:` key of interlock.yaml, CLI flags)

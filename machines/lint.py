@@ -33,6 +33,7 @@ M222   invoke ``agent`` not in interlock.yaml ``agents:`` (only when agents are 
 M223   ``done.invoke.<id>`` / ``error.invoke.<id>`` where ``<id>`` never runs (warning)
 M224   invoke ``machine`` naming a spec file that does not exist
 M225   ``done.invoke.<id>.<final>`` for an invoke that is not a machine
+M226   no state active while an invoke runs hears its ``error.invoke`` (warning)
 =====  ==========================================================================
 
 S104 also covers an invoke's ``id``, S105 and M212 its ``timeout`` (a duration or a

@@ -21,6 +21,8 @@ M224   ``machine`` names a spec file (``.yaml``/``.yml``, or a path) that does n
        (relative to the spec file's folder; not checked for a spec loaded from text)
 M225   ``done.invoke.<id>.<final>`` where ``<id>`` is an agent or a command: only a child
        machine's done event carries a final state
+M226   no state that can be active while ``<id>`` runs listens for ``error.invoke.<id>``
+       (warning: a failed invocation is journaled, and the invoking state waits on)
 =====  ==========================================================================
 
 The timeout (S105/M212), the invoke id (S104) and invoke on a final or history state
@@ -60,6 +62,7 @@ def check_invokes(ir: MachineIR, agents: Collection[str] | None = None) -> Itera
             yield from _check_agent(invoke, agents)
     yield from _check_duplicate_ids(ir)
     yield from _check_listeners(ir)
+    yield from _check_unheard_errors(ir)
 
 
 def _invokes(ir: MachineIR) -> Iterator[InvokeIR]:
@@ -350,6 +353,24 @@ def _check_listeners(ir: MachineIR) -> Iterator[Diagnostic]:
                 if ids else "no state has `invoke:`; add one, or remove this transition")
             yield error("M220", f"state {state.id!r} listens for {event!r}, but no state "
                         f"invokes an agent with id {invoke_id!r}", t.mark_of("event"), hint)
+
+
+def _check_unheard_errors(ir: MachineIR) -> Iterator[Diagnostic]:
+    """M226: an invoke's failure that no state active beside it hears (not for an invoke
+    on a final or history state: M214 refuses those)."""
+    for invoke in _invokes(ir):
+        if ir.states[invoke.state].kind in (StateKind.FINAL, StateKind.HISTORY):
+            continue
+        event = f"{INVOKE_ERROR_PREFIX}.{invoke.id}"
+        if any(t.kind is TransitionKind.EVENT and t.event is not None
+               and descriptor_matches(t.event, event) and _coactive(ir, state.id, invoke.state)
+               for state in ir.declared for t in state.transitions):
+            continue
+        yield warning("M226", f"state {invoke.state!r} invokes {invoke.id!r}, but no state "
+                      f"active while it runs listens for {event!r}: a failed invocation is "
+                      "journaled and the state waits on", invoke.mark,
+                      f"add `on: {{{event}: <state>}}` to {invoke.state!r} or an ancestor; "
+                      "`error.invoke` there hears every invoke under it")
 
 
 def _check_heard(

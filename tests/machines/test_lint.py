@@ -867,7 +867,7 @@ states:
 """
 
 
-def invoking(invoke: str, on: str = "{done.invoke.a: b}", head: str = "") -> str:
+def invoking(invoke: str, on: str = "{done.invoke.a: b, error.invoke: b}", head: str = "") -> str:
     """A two-state machine whose first state ``a`` has ``invoke: <invoke>``."""
     return machine(f"a:\n  invoke: {invoke}\n  on: {on}\nb: {{type: final}}\n",
                    "initial: a\n" + head)
@@ -994,7 +994,7 @@ def test_a_prompt_file_syntax_error_points_into_the_prompt_file(tmp_path: Path) 
 
 def test_done_and_error_events_must_name_an_invoke() -> None:
     text = invoking("{id: work, agent: x}", "{done.invoke.wrok: b, error.invoke.a: b}")
-    assert codes(text) == [("M220", 6, 10), ("M220", 6, 31)]
+    assert codes(text) == [("M226", 5, 5), ("M220", 6, 10), ("M220", 6, 31)]
     first, second = of("M220", text)
     assert first.hint == "did you mean 'work'?"
     assert "'error.invoke.a'" in second.message
@@ -1047,7 +1047,8 @@ def test_an_invoke_timeout_is_a_duration_or_a_context_field(
 ) -> None:
     head = "context:\n  limit: {type: duration, default: 3m}\n  label: {type: str}\n"
     text = machine(f"a:\n  invoke: {{agent: x, timeout: {timeout}}}\n"
-                   "  on: {done.invoke.a: b}\nb: {type: final}\n", "initial: a\n" + head)
+                   "  on: {done.invoke.a: b, error.invoke.a: b}\nb: {type: final}\n",
+                   "initial: a\n" + head)
     assert codes(text) == [(c, line + 3, col) for c, line, col in found]
 
 
@@ -1075,7 +1076,7 @@ def test_a_listener_never_active_with_the_invocation_is_warned() -> None:
     text = machine("""\
         working:
           invoke: {id: work, agent: x}
-          on: {done.invoke.work: reviewing}
+          on: {done.invoke.work: reviewing, error.invoke.work: done}
         reviewing:
           on: {done.invoke.work: done, error.invoke: done}
         done: {type: final}
