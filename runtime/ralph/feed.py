@@ -16,6 +16,13 @@ Each session's runner asks the feed before it raises ``polled`` (``Runner.mailbo
 the feed then scans at once, so a boundary costs one directory listing, not a poll
 interval; :meth:`RalphFeed.scan` also runs on the Ralph runner's tick for signals that
 arrive while a session waits (an agent running, PAUSED, KNOWLEDGE_APPROVAL).
+
+A subagent session can end between being offered a signal and taking it (its agent
+answered just then): the signal is in its inbox, archived as handled by it, and would be
+lost with it. When a subagent's runner detaches, such signals are handed over to the
+session that invoked it, the orchestrator, at its next boundary (before ``polled``), once
+its configuration accepts them: INFO and STEER reach the later invocations, PAUSE pauses,
+ABORT aborts.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from interlock.runtime.ralph.folder import now_iso
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import UNIVERSAL_TYPES, Signal, SignalError, parse_signal
 from interlock.runtime.store import Store
+from interlock.runtime.store.base import InboxItem
 
 ORCHESTRATOR = IDENTITIES["orchestrator"]
 PEEK_BYTES = 64 * 1024
@@ -62,6 +70,7 @@ class RalphFeed:
         self.note = note or (lambda _text: None)
         self._lock = threading.RLock()
         self._runners: list[tuple[Runner, str]] = []  # (runner, identity), outermost first
+        self._orphans: list[InboxItem] = []  # signals an ended subagent never took
 
     def attach(self, runner: Runner, identity: str) -> Callable[[], None]:
         """Feed ``runner`` as ``identity``; returns the detach."""
@@ -71,11 +80,37 @@ class RalphFeed:
         runner.mailbox_clear = lambda _seq: self.clear_for(runner)
 
         def detach() -> None:
-            with self._lock, contextlib.suppress(ValueError):
-                self._runners.remove(entry)
+            with self._lock:
+                with contextlib.suppress(ValueError):
+                    self._runners.remove(entry)
+                if identity != ORCHESTRATOR and runner.session.is_final:
+                    self._orphans += [item for item in self.store.inbox(runner.session_id)
+                                      if item.event.startswith("signal.")]
             runner.mailbox_clear = None
 
         return detach
+
+    def _hand_over(self, runner: Runner) -> bool:
+        """Offer the orchestrator (``runner``, the outermost) the signals an ended subagent
+        never took, those its configuration accepts now; whether it was offered any."""
+        with self._lock:
+            if not self._orphans or not self._runners or self._runners[0][0] is not runner:
+                return False
+            kept, offered = [], False
+            for item in self._orphans:
+                if not runner.accepts(item.event, item.data):
+                    kept.append(item)
+                    continue
+                key = f"{item.data.get('signal_id') or item.id}"
+                self.store.offer(runner.session_id, item.event, item.data, time.time(), key)
+                self.note(f"{now_iso()}   {item.event.removeprefix('signal.')} "
+                          f"{item.data.get('message') or ''}: {ORCHESTRATOR}: its subagent "
+                          "ended before taking it")
+                offered = True
+            self._orphans = kept
+        if offered:
+            runner.wake()
+        return offered
 
     def send(self, runner: Runner, event: str, data: dict[str, Any]) -> None:
         """Queue ``event`` for ``runner``'s session and wake it (under the feed's lock:
@@ -92,6 +127,8 @@ class RalphFeed:
     def clear_for(self, runner: Runner) -> bool:
         """Whether the mailbox holds nothing ``runner`` accepts now (what it asks before it
         raises ``polled``); a signal another session accepts is offered to it meanwhile."""
+        if self._hand_over(runner):
+            return False
         while True:
             taker = self.scan()
             if taker is None:
