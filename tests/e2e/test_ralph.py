@@ -5,6 +5,7 @@ test_ralph_signals.py. Waits are on files, bounded; nothing sleeps for time."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal as signals
@@ -83,10 +84,10 @@ def test_sigkill_mid_executor_then_run_again(tmp_path: Path) -> None:
     twice, and no process is left."""
     project(tmp_path, SLOW)
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: "[/] T2" in progress(tmp_path), what="T2 in progress")
+    wait_until(lambda: "[/] T2" in progress(tmp_path), proc=proc, what="T2 in progress")
     post(tmp_path, "INFO", "before the crash")
     wait_until(lambda: len(set(processes_in(tmp_path)) - {proc.pid}) > 0,
-               what="the T2 executor process")
+               proc=proc, what="the T2 executor process")
     agents = set(processes_in(tmp_path)) - {proc.pid}
     os.kill(proc.pid, signals.SIGKILL)  # the runner only: its agent lives on
     proc.wait(timeout=10)
@@ -272,7 +273,7 @@ def test_a_cassette_that_does_not_match_pauses_the_session_saying_why(tmp_path: 
         project(root, request=request)
     assert cli(first, "ralph", "run", "s", "--record", str(cassette)).returncode == 0
     proc = start(second, "ralph", "run", "s", "--replay", str(cassette))
-    wait_until(lambda: state(second) == "PAUSED", what="the pause")
+    wait_until(lambda: state(second) == "PAUSED", proc=proc, what="the pause")
     shown = cli(second, "ralph", "status", "s").stdout
     assert "paused: Ralph-Planner failed:" in shown and "the prompt differs" in shown
     proc.send_signal(signals.SIGINT)
@@ -305,9 +306,18 @@ def test_a_dead_runners_hung_agent_is_adopted_and_killed_at_its_timeout(
     project(tmp_path, "executor: {cli: demo, script: hang.yaml}",
             ralph="invocation_timeout: 3s", request="write it")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: "[/] T1" in progress(tmp_path)
-               and len(set(processes_in(tmp_path)) - {proc.pid}) > 0, what="the hung executor")
-    hung = set(processes_in(tmp_path)) - {proc.pid}
+
+    def executor() -> set[int]:  # the hung executor's processes (the shim and the agent)
+        found = set()
+        for pid in set(processes_in(tmp_path)) - {proc.pid}:
+            with contextlib.suppress(OSError):
+                if b"hang.yaml" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.add(pid)
+        return found
+
+    wait_until(lambda: "[/] T1" in progress(tmp_path) and bool(executor()),
+               proc=proc, what="the hung executor")
+    hung = executor()
     os.kill(proc.pid, signals.SIGKILL)  # the runner only: its agent hangs on
     proc.wait(timeout=10)
     assert hung <= set(processes_in(tmp_path))
@@ -330,10 +340,10 @@ def test_a_blocked_executor_asks_the_questioner_and_waits_for_answers(tmp_path: 
     project(tmp_path, "executor: {cli: demo, script: blocked.yaml}", request="store users")
     proc = start(tmp_path, "ralph", "run", "s")
     questions = session(tmp_path) / "iterations/2/questions.md"
-    wait_until(questions.exists, what="the Questioner's questions")
+    wait_until(questions.exists, proc=proc, what="the Questioner's questions")
     assert "What should be done about this blocker: needs a database?" in \
         questions.read_text()
-    wait_until(lambda: "waiting_for" in meta(tmp_path), what="waiting for answers")
+    wait_until(lambda: "waiting_for" in meta(tmp_path), proc=proc, what="waiting for answers")
     assert state(tmp_path) == "REPLANNING" and proc.poll() is None
     shown = cli(tmp_path, "ralph", "status", "s").stdout
     assert "waiting for answers" in shown and "needs a database" in shown

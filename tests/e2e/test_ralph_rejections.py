@@ -118,7 +118,7 @@ def test_wait_holds_the_replanning_for_ralph_review_from_elsewhere(tmp_path: Pat
     proc = start(tmp_path, "ralph", "run", "s")
     wait_until(lambda: str(meta(tmp_path).get("waiting_for", "")).startswith(
         "corrections of T1") and state(tmp_path) == "REPLANNING",  # written by the runner
-        what="waiting for the correction of T1")                # just after the step
+        proc=proc, what="waiting for the correction of T1")                # just after the step
     assert proc.poll() is None
     (tmp_path / "answers.yaml").write_text("[retry, A, A, A]\n")
     reviewed = cli(tmp_path, "ralph", "review", "s", "T1", "--answers", "answers.yaml")
@@ -133,7 +133,8 @@ def test_wait_holds_the_replanning_for_ralph_review_from_elsewhere(tmp_path: Pat
 def test_wait_goes_on_without_a_correction_on_ralph_resume(tmp_path: Path) -> None:
     rejecting_project(tmp_path, ralph="review_rejections: wait")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: "waiting_for" in meta(tmp_path), what="waiting for the correction")
+    wait_until(lambda: "waiting_for" in meta(tmp_path),
+               proc=proc, what="waiting for the correction")
     resumed = cli(tmp_path, "ralph", "resume", "s")
     assert resumed.returncode == 0, resumed.stderr
     code, err = finish(proc)

@@ -54,7 +54,7 @@ def handled(root: Path, kind: str) -> dict[str, object]:
 def test_abort_while_the_executor_runs(tmp_path: Path) -> None:
     project(tmp_path, SLOW)
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: running(tmp_path), what="T1 in progress")
+    wait_until(lambda: running(tmp_path), proc=proc, what="T1 in progress")
     post(tmp_path, "ABORT", "stop now")
     code, err = finish(proc)
     assert code == 1, err
@@ -71,7 +71,8 @@ def test_abort_while_the_executor_runs(tmp_path: Path) -> None:
 def test_abort_at_a_checkpoint_in_knowledge_approval(tmp_path: Path) -> None:
     project(tmp_path, ralph="knowledge_approval_timeout: 1h", request="write the parser")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: state(tmp_path) == "KNOWLEDGE_APPROVAL", what="KNOWLEDGE_APPROVAL")
+    wait_until(lambda: state(tmp_path) == "KNOWLEDGE_APPROVAL",
+               proc=proc, what="KNOWLEDGE_APPROVAL")
     signal(tmp_path, "ABORT")
     code, err = finish(proc)
     assert code == 1, err
@@ -84,7 +85,7 @@ def test_abort_at_a_checkpoint_while_paused(tmp_path: Path) -> None:
     project(tmp_path, request="write the parser")
     signal(tmp_path, "PAUSE", "hold on")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: state(tmp_path) == "PAUSED", what="PAUSED")
+    wait_until(lambda: state(tmp_path) == "PAUSED", proc=proc, what="PAUSED")
     assert proc.poll() is None  # a paused session waits
     signal(tmp_path, "ABORT")
     code, err = finish(proc)
@@ -98,9 +99,9 @@ def test_abort_at_a_checkpoint_while_paused(tmp_path: Path) -> None:
 def test_pause_while_running_keeps_the_work_then_resume(tmp_path: Path) -> None:
     project(tmp_path, SLOW, request="write the parser; write the report")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: running(tmp_path), what="T1 in progress")
+    wait_until(lambda: running(tmp_path), proc=proc, what="T1 in progress")
     post(tmp_path, "PAUSE", "wait for me")
-    wait_until(lambda: state(tmp_path) == "PAUSED", what="PAUSED")
+    wait_until(lambda: state(tmp_path) == "PAUSED", proc=proc, what="PAUSED")
     text = progress(tmp_path)
     assert "Paused by signal" in text
     assert "[x] T1" in text and "[ ] T2" in text  # T1's agent finished its step first
@@ -120,7 +121,7 @@ def test_pause_at_a_checkpoint_then_resume(tmp_path: Path) -> None:
     project(tmp_path, request="write the parser")
     signal(tmp_path, "PAUSE", "hold on")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: state(tmp_path) == "PAUSED", what="PAUSED")
+    wait_until(lambda: state(tmp_path) == "PAUSED", proc=proc, what="PAUSED")
     assert handled(tmp_path, "PAUSE")["handled_by"] == "Ralph-Orchestrator"
     assert not (session(tmp_path) / "iterations/1/invocations/001-planner.md").exists()
     assert cli(tmp_path, "ralph", "resume", "s", "--message", "plan it").returncode == 0
@@ -135,7 +136,7 @@ def test_pause_at_a_checkpoint_then_resume(tmp_path: Path) -> None:
 def test_steer_scope_change_and_info_while_running(tmp_path: Path) -> None:
     project(tmp_path, SLOW, request="write the parser; test it")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: running(tmp_path), what="T1 in progress")
+    wait_until(lambda: running(tmp_path), proc=proc, what="T1 in progress")
     post(tmp_path, "INFO", "the target is Linux")
     post(tmp_path, "STEER", "scope: write a lexer instead")
     code, err = finish(proc, 120)
@@ -155,7 +156,7 @@ def test_steer_scope_change_and_info_while_running(tmp_path: Path) -> None:
 def test_steer_redo_while_running_restarts_the_implementation(tmp_path: Path) -> None:
     project(tmp_path, SLOW, request="write the parser")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: running(tmp_path), what="T1 in progress")
+    wait_until(lambda: running(tmp_path), proc=proc, what="T1 in progress")
     post(tmp_path, "STEER", "redo: use bar", target="Ralph-Executor")
     code, err = finish(proc)
     assert code == 0, err
@@ -190,7 +191,8 @@ def test_steer_and_info_at_a_checkpoint_reach_the_next_prompts(tmp_path: Path) -
 def test_approve_at_the_checkpoint_promotes_knowledge(tmp_path: Path) -> None:
     project(tmp_path, ralph="knowledge_approval_timeout: 1h", request="write the parser")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: state(tmp_path) == "KNOWLEDGE_APPROVAL", what="KNOWLEDGE_APPROVAL")
+    wait_until(lambda: state(tmp_path) == "KNOWLEDGE_APPROVAL",
+               proc=proc, what="KNOWLEDGE_APPROVAL")
     signal(tmp_path, "APPROVE", "looks good")
     code, err = finish(proc)
     assert code == 0, err
@@ -201,7 +203,7 @@ def test_approve_at_the_checkpoint_promotes_knowledge(tmp_path: Path) -> None:
 def test_approve_while_running_waits_for_knowledge_approval(tmp_path: Path) -> None:
     project(tmp_path, SLOW, ralph="knowledge_approval_timeout: 1h", request="write the parser")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: running(tmp_path), what="T1 in progress")
+    wait_until(lambda: running(tmp_path), proc=proc, what="T1 in progress")
     post(tmp_path, "APPROVE", "early")
     assert pending(tmp_path)  # not consumed while the executor runs
     code, err = finish(proc)
@@ -214,7 +216,8 @@ def test_approve_while_running_waits_for_knowledge_approval(tmp_path: Path) -> N
 def test_skip_at_the_checkpoint_keeps_knowledge_unpromoted(tmp_path: Path) -> None:
     project(tmp_path, ralph="knowledge_approval_timeout: 1h", request="write the parser")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: state(tmp_path) == "KNOWLEDGE_APPROVAL", what="KNOWLEDGE_APPROVAL")
+    wait_until(lambda: state(tmp_path) == "KNOWLEDGE_APPROVAL",
+               proc=proc, what="KNOWLEDGE_APPROVAL")
     signal(tmp_path, "SKIP", "not now")
     code, err = finish(proc)
     assert code == 0, err
@@ -226,7 +229,7 @@ def test_skip_at_the_checkpoint_keeps_knowledge_unpromoted(tmp_path: Path) -> No
 def test_skip_while_running_waits_for_knowledge_approval(tmp_path: Path) -> None:
     project(tmp_path, SLOW, ralph="knowledge_approval_timeout: 1h", request="write the parser")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: running(tmp_path), what="T1 in progress")
+    wait_until(lambda: running(tmp_path), proc=proc, what="T1 in progress")
     post(tmp_path, "SKIP", "early")
     assert pending(tmp_path)
     code, err = finish(proc)

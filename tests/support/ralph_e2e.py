@@ -36,11 +36,21 @@ def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[int, str]:
     return proc.returncode, err
 
 
-def wait_until(check: Callable[[], bool], timeout: float = 45.0, what: str = "") -> None:
+def wait_until(check: Callable[[], bool], timeout: float = 45.0, what: str = "",
+               proc: subprocess.Popen[str] | None = None) -> None:
+    """Until ``check()``; with ``proc`` (a ``ralph run`` started by :func:`start`), a run
+    that ends first or a timeout fails with the run's own output."""
     deadline = time.monotonic() + timeout
     while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+        ended = proc is not None and proc.poll() is not None
+        if ended or time.monotonic() > deadline:
+            why = "the run ended" if ended else "timed out"
+            if proc is not None:
+                if not ended:
+                    proc.kill()
+                _, err = proc.communicate(timeout=30)
+                why += f"; its stderr:\n{err[-4000:]}"
+            raise AssertionError(f"waiting for {what}: {why}")
         time.sleep(0.02)
 
 
