@@ -208,14 +208,29 @@ def ask(prompt: str) -> dict[str, Any]:
 
 def librarian(prompt: str, staged: list[str]) -> tuple[dict[str, Any], Effects]:
     """Librarian: ``Mode: stage`` lists the staged notes (``staged``: their names in the
-    knowledge folder); ``Mode: promote`` copies them to the docs folder."""
+    knowledge folder); ``Mode: promote`` copies them to the docs folder, reconciling the
+    notes carried forward from earlier iterations (``carried-i<N>-<name>``): one restaged
+    since supersedes its carried copy, otherwise the carried note is promoted under its
+    own name, its ``carried_from`` marker kept."""
     facts = parse_prompt(prompt)
     if facts.mode != "promote":
         return {"mode": "stage", "staged": staged, "promoted": []}, Effects()
-    copies = {str(PurePath(facts.knowledge_dir) / name): str(PurePath(facts.docs) / name)
-              for name in staged}
-    return ({"mode": "promote", "staged": staged, "promoted": list(copies.values())},
-            Effects(copies=copies))
+    copies: dict[str, str] = {}
+    reconciled: dict[str, str] = {}
+    for name in staged:
+        found = _CARRIED.match(name)
+        target = found.group(1) if found else name
+        if found and target in staged:
+            reconciled[name] = f"superseded by {target}, staged since"
+            continue
+        if found:
+            reconciled[name] = f"promoted as {target}"
+        copies[str(PurePath(facts.knowledge_dir) / name)] = str(PurePath(facts.docs) / target)
+    return ({"mode": "promote", "staged": staged, "promoted": list(copies.values()),
+             "reconciled": reconciled}, Effects(copies=copies))
+
+
+_CARRIED = re.compile(r"^carried-i\d+-(.+)$")
 
 
 # -- the poller interview (seed 000) --------------------------------------------------------

@@ -116,9 +116,27 @@ def test_librarian_lists_staged_notes_then_promotes_them(tmp_path: Path) -> None
     answer, _, _ = call("librarian", "Mode: stage\n", tmp_path)
     assert answer == {"mode": "stage", "staged": ["T1.md", "T2.md"], "promoted": []}
     answer, _, _ = call("librarian", "Mode: promote\nDocs: docs\n", tmp_path)
-    assert answer["promoted"] == ["docs/T1.md", "docs/T2.md"]
+    assert answer["promoted"] == ["docs/T1.md", "docs/T2.md"] and answer["reconciled"] == {}
     assert (tmp_path / "docs" / "T1.md").read_text() == (
         tmp_path / "knowledge" / "T1.md").read_text()
+
+
+def test_librarian_reconciles_notes_carried_forward(tmp_path: Path) -> None:
+    """A carried note restaged since is superseded by the new one; one not restaged is
+    promoted under its own name, its carried_from marker kept."""
+    knowledge = tmp_path / "knowledge"
+    knowledge.mkdir()
+    carried = "---\ncarried_from: iteration 1\n---\nold T1\n"
+    (knowledge / "carried-i1-T1.md").write_text(carried)
+    (knowledge / "carried-i1-T2.md").write_text("---\ncarried_from: iteration 1\n---\nold T2\n")
+    (knowledge / "T2.md").write_text("new T2\n")
+    answer, _, _ = call("librarian", "Mode: promote\nDocs: docs\n", tmp_path)
+    assert sorted(answer["promoted"]) == ["docs/T1.md", "docs/T2.md"]  # type: ignore[call-overload]
+    assert answer["reconciled"] == {"carried-i1-T1.md": "promoted as T1.md",
+                                    "carried-i1-T2.md": "superseded by T2.md, staged since"}
+    assert (tmp_path / "docs" / "T1.md").read_text() == carried
+    assert (tmp_path / "docs" / "T2.md").read_text() == "new T2\n"
+    assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["T1.md", "T2.md"]
 
 
 # -- scripts ----------------------------------------------------------------------------
