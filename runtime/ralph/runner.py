@@ -284,6 +284,7 @@ class RalphRun:
             except Exception as exc:  # a broken menu stops the run (saved), not the loop
                 self.note(f"{now_iso()} the review menu failed: {type(exc).__name__}: {exc}")
                 result = False
+
             def answer() -> None:
                 if not answered.done():
                     answered.set_result(result)
@@ -313,13 +314,16 @@ class RalphRun:
                 or await asyncio.to_thread(feed.queued, runner):  # a resume, say: first
             return
         tasks = to_correct(runner.session.context)
-        if self.review is not None and tasks:
+        if not self._asks_corrections() or not tasks:
+            why = ("nothing left to review" if not tasks
+                   else "review_rejections: off" if self.config.review_rejections == "off"
+                   else "no terminal to review in")
+            await asyncio.to_thread(feed.send, runner, "resume",
+                                    {"message": None, "reason": why})
+            self._reviewing = asyncio.create_task(_waiting(runner))
+        elif self.review is not None:
             self.note(f"{now_iso()} review of the rejected tasks: {', '.join(tasks)}")
             self._reviewing = asyncio.create_task(self._review_here(runner, tasks))
-        elif not self._asks_corrections() or not tasks:
-            await asyncio.to_thread(feed.send, runner, "resume",
-                                    {"message": None, "reason": "no terminal to review in"})
-            self._reviewing = asyncio.create_task(_waiting(runner))
         else:
             self.note(f"{now_iso()} waiting for corrections of {', '.join(tasks)}: "
                       f"interlock ralph review {self.folder.id} TASK (or interlock ralph "
