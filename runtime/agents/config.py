@@ -29,11 +29,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
+from interlock.machines.diagnostics import Diagnostic, SpecError, error
 from interlock.machines.settings import Duration, Rule, Section, section_diagnostics
 from interlock.machines.yamlsrc import Path as SourcePath
-from interlock.machines.yamlsrc import SourceMap, parse_yaml
+from interlock.machines.yamlsrc import SourceMap
 from interlock.runtime.agents.base import AgentCli, AgentLaunch
+from interlock.runtime.host.project_file import project_section, read_project_file
 
 SECTION = "agents"
 ROLES: tuple[str, ...] = ("planner", "executor", "reviewer", "questioner", "librarian")
@@ -178,11 +179,9 @@ def load_agents(path: Path | str) -> dict[str, AgentConfig]:
     if not file.exists():
         return {}
     try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        reason = "is a directory" if file.is_dir() else f"cannot be read: {exc.strerror or exc}"
-        raise AgentConfigError([error("Y011", f"the project file {reason}",
-                                      Mark(str(file), 1, 1))]) from None
+        raw = read_project_file(file)
+    except SpecError as exc:
+        raise AgentConfigError(exc.diagnostics) from None
     return dict(_parsed_agents(raw, str(file), str(file.resolve().parent)))
 
 
@@ -191,11 +190,10 @@ def _parsed_agents(raw: bytes, file: str, folder: str) -> tuple[tuple[str, Agent
     """The agents of one version of a project file, parsed once per process (every invoke
     resolves its agent through the file, read again each time so that an edit applies)."""
     try:
-        document = parse_yaml(raw, file)
+        data, source = project_section(raw, file, SECTION)
     except SpecError as exc:
         raise AgentConfigError(exc.diagnostics) from None
-    data = document.data.get(SECTION) if isinstance(document.data, Mapping) else None
-    return tuple(parse_agents(data, document.source, (SECTION,), Path(folder)).items())
+    return tuple(parse_agents(data, source, (SECTION,), Path(folder)).items())
 
 
 def resolve_agent(name: str, agents: Mapping[str, AgentConfig]) -> AgentConfig | None:

@@ -17,9 +17,9 @@ from typing import Any
 
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import Conflict, NotFound, UsageError
+from interlock.runtime.host.project_file import PROJECT_FILE
 from interlock.runtime.ralph.config import (
     IDENTITIES,
-    PROJECT_FILE,
     RalphConfigError,
     load_ralph_config,
 )

@@ -37,12 +37,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from interlock.machines.diagnostics import Diagnostic, Mark, SpecError, error
+from interlock.machines.diagnostics import Diagnostic, SpecError, error
 from interlock.machines.settings import Duration, Rule, Section, section_diagnostics
 from interlock.machines.yamlsrc import Path as SourcePath
-from interlock.machines.yamlsrc import SourceMap, parse_yaml
+from interlock.machines.yamlsrc import SourceMap
+from interlock.runtime.host.project_file import PROJECT_FILE, project_section, read_project_file
 
-PROJECT_FILE = "interlock.yaml"
 SECTION = "dispatch"
 FLAGS_FILE = "<command line>"
 
@@ -332,18 +332,11 @@ def load_dispatch_config(path: Path | None = None, *, start: Path | None = None
         path = find_project_config(start)
         if path is None:
             return PollingConfiguration()
-    file = str(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        reason = "is a directory" if path.is_dir() else f"cannot be read: {exc.strerror or exc}"
-        raise ConfigError([error("Y011", f"the project file {reason}", Mark(file, 1, 1))]
-                          ) from None
-    try:
-        document = parse_yaml(raw, file)
+        data, source = project_section(read_project_file(path), str(path), SECTION)
     except SpecError as exc:
         raise ConfigError(exc.diagnostics) from None
-    return parse_dispatch_config(document.data.get(SECTION), document.source, (SECTION,))
+    return parse_dispatch_config(data, source, (SECTION,))
 
 
 def with_overrides(

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from interlock.runtime.agents.adapters import adapter_for, polling_for
 from interlock.runtime.agents.config import load_agents, resolve_agent
-from interlock.runtime.dispatch.config import PROJECT_FILE, PollingConfiguration
+from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.engine.invoke import AgentResolver, InvokeError, ResolvedAgent
+from interlock.runtime.host.project_file import PROJECT_FILE
 
 
 def agent_resolver(root: Path, base: PollingConfiguration | None = None) -> AgentResolver:

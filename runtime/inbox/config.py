@@ -30,9 +30,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from interlock.machines.diagnostics import Mark, SpecError, error
+from interlock.machines.diagnostics import SpecError, error
 from interlock.machines.settings import Duration, Section, section_diagnostics
-from interlock.machines.yamlsrc import SourceMap, parse_yaml
+from interlock.machines.yamlsrc import SourceMap
+from interlock.runtime.host.project_file import project_section, read_project_file
 from interlock.runtime.inbox.model import InboxError
 
 SECTION = "inbox"
@@ -205,11 +206,5 @@ def load_poller_config(path: Path | None = None, *, start: Path | None = None
         path = find_project_config(start)
         if path is None:
             return None
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SpecError([error("Y011", f"cannot read the project file: {exc.strerror or exc}",
-                               Mark(str(path), 1, 1))]) from None
-    document = parse_yaml(raw, str(path))
-    data = document.data if isinstance(document.data, Mapping) else {}
-    return parse_poller_config(data.get(SECTION), document.source)
+    data, source = project_section(read_project_file(path), str(path), SECTION)
+    return parse_poller_config(data, source)

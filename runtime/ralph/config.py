@@ -59,11 +59,11 @@ from pydantic_core import PydanticCustomError
 from interlock.machines.diagnostics import Mark, SpecError, error
 from interlock.machines.settings import Duration, Rule, Section, section_diagnostics
 from interlock.machines.yamlsrc import Path as SourcePath
-from interlock.machines.yamlsrc import SourceMap, parse_yaml
+from interlock.machines.yamlsrc import SourceMap
 from interlock.runtime.agents.config import ROLES, AgentConfig, load_agents, resolve_agent
+from interlock.runtime.host.project_file import PROJECT_FILE, project_section, read_project_file
 
 SECTION = "ralph"
-PROJECT_FILE = "interlock.yaml"
 IDENTITIES: dict[str, str] = {
     "orchestrator": "Ralph-Orchestrator", "planner": "Ralph-Planner",
     "executor": "Ralph-Executor", "reviewer": "Ralph-Reviewer",
@@ -241,17 +241,10 @@ def load_ralph_config(path: Path | str) -> RalphConfig:
     if not file.exists():
         return RalphConfig()
     try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        reason = "is a directory" if file.is_dir() else f"cannot be read: {exc.strerror or exc}"
-        raise RalphConfigError([error("Y011", f"the project file {reason}",
-                                      Mark(str(file), 1, 1))]) from None
-    try:
-        document = parse_yaml(raw, str(file))
+        data, source = project_section(read_project_file(file), str(file), SECTION)
     except SpecError as exc:
         raise RalphConfigError(exc.diagnostics) from None
-    data = document.data.get(SECTION) if isinstance(document.data, Mapping) else None
-    return parse_ralph(data, document.source, (SECTION,))
+    return parse_ralph(data, source, (SECTION,))
 
 
 def role_agents(root: Path) -> dict[str, AgentConfig]:
