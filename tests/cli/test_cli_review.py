@@ -134,13 +134,7 @@ def test_sigkill_mid_interview_then_resume_stages_the_same_config(
     assert [line.split(" -> ")[0] for line in resumed.stdout.splitlines()
             if " -> " in line] == ["Close but not exactly... What's off?",
                                    "Select all that apply:", "Is this what you meant?"]
-    after_kill = json.loads(cli("staged", "node_14", "--json", cwd=folder).stdout)
-
-    whole = _folder(tmp_path, "whole")
-    done = _review_json(whole, json_lines(SEED_IDS, SEED_ANSWERS))
-    assert done.returncode == 0
-    assert without_time(after_kill) == without_time(json.loads(done.stdout.splitlines()[-1])
-                                                    ["staged"])
+    assert_as_uninterrupted(cli, folder, tmp_path)
 
 
 def _start_json(folder: Path) -> tuple[subprocess.Popen[str], Lines]:
@@ -160,6 +154,17 @@ def _answer(proc: subprocess.Popen[str], lines: Lines, count: int) -> None:
         assert lines.next()["id"] == qid
         proc.stdin.write(json.dumps({"id": qid, "answer": answer}) + "\n")
         proc.stdin.flush()
+
+
+def assert_as_uninterrupted(cli: Cli, folder: Path, tmp_path: Path) -> None:
+    """The config staged in ``folder`` (after a kill and --resume) is the one a whole
+    uninterrupted run stages (its timestamps aside)."""
+    after_kill = json.loads(cli("staged", "node_14", "--json", cwd=folder).stdout)
+    whole = _folder(tmp_path, "whole")
+    done = _review_json(whole, json_lines(SEED_IDS, SEED_ANSWERS))
+    assert done.returncode == 0
+    assert without_time(after_kill) == without_time(json.loads(done.stdout.splitlines()[-1])
+                                                    ["staged"])
 
 
 def _kinds(cli: Cli, folder: Path) -> list[str]:
@@ -196,12 +201,7 @@ def test_sigkill_while_the_agent_works_then_resume_adopts_the_same_agent(
                                  ("narrow", calls(calls_file)[1][1]), ("suggest", agent),
                                  ("refine", calls(calls_file)[3][1])]  # one suggest agent
     assert gone(agent)
-    after_kill = json.loads(cli("staged", "node_14", "--json", cwd=folder).stdout)
-    whole = _folder(tmp_path, "whole")
-    done = _review_json(whole, json_lines(SEED_IDS, SEED_ANSWERS))
-    assert done.returncode == 0
-    assert without_time(after_kill) == without_time(json.loads(done.stdout.splitlines()[-1])
-                                                    ["staged"])
+    assert_as_uninterrupted(cli, folder, tmp_path)
 
 
 def test_ctrl_c_while_the_agent_works_leaves_no_process_and_resume_asks_again(

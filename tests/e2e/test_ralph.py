@@ -10,7 +10,6 @@ import json
 import os
 import signal as signals
 import sys
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -22,7 +21,6 @@ from support.ralph_e2e import (
     cli,
     finish,
     invocation,
-    kill_leftovers,
     meta,
     post,
     processed,
@@ -34,12 +32,6 @@ from support.ralph_e2e import (
     state,
     wait_until,
 )
-
-
-@pytest.fixture(autouse=True)
-def _no_leftovers(tmp_path: Path) -> Iterator[None]:
-    yield
-    kill_leftovers(tmp_path)
 
 
 def test_a_session_runs_to_completion_offline(tmp_path: Path) -> None:

@@ -6,10 +6,7 @@ in the test's own process). Each checks what the engine did and who handled it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from support.ralph_e2e import (
     SLOW,
@@ -17,7 +14,6 @@ from support.ralph_e2e import (
     finish,
     invocation,
     invocations,
-    kill_leftovers,
     meta,
     pending,
     post,
@@ -31,12 +27,6 @@ from support.ralph_e2e import (
     state,
     wait_until,
 )
-
-
-@pytest.fixture(autouse=True)
-def _no_leftovers(tmp_path: Path) -> Iterator[None]:
-    yield
-    kill_leftovers(tmp_path)
 
 
 def running(root: Path, task: str = "T1") -> bool:
@@ -188,14 +178,20 @@ def test_steer_and_info_at_a_checkpoint_reach_the_next_prompts(tmp_path: Path) -
 # -- APPROVE and SKIP: consumed only in KNOWLEDGE_APPROVAL ------------------------------
 
 
-def test_approve_at_the_checkpoint_promotes_knowledge(tmp_path: Path) -> None:
-    project(tmp_path, ralph="knowledge_approval_timeout: 1h", request="write the parser")
-    proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: state(tmp_path) == "KNOWLEDGE_APPROVAL",
-               proc=proc, what="KNOWLEDGE_APPROVAL")
-    signal(tmp_path, "APPROVE", "looks good")
+def decide_at_approval(root: Path, kind: str, message: str) -> None:
+    """A session run to KNOWLEDGE_APPROVAL, then ``kind`` (APPROVE or SKIP) sent there;
+    the run completes."""
+    project(root, ralph="knowledge_approval_timeout: 1h", request="write the parser")
+    proc = start(root, "ralph", "run", "s")
+    wait_until(lambda: state(root) == "KNOWLEDGE_APPROVAL", proc=proc,
+               what="KNOWLEDGE_APPROVAL")
+    signal(root, kind, message)
     code, err = finish(proc)
     assert code == 0, err
+
+
+def test_approve_at_the_checkpoint_promotes_knowledge(tmp_path: Path) -> None:
+    decide_at_approval(tmp_path, "APPROVE", "looks good")
     assert (tmp_path / ".docs" / "T1.md").exists()
     assert "Approval: looks good" in invocation(tmp_path, "004-librarian")
 
@@ -214,13 +210,7 @@ def test_approve_while_running_waits_for_knowledge_approval(tmp_path: Path) -> N
 
 
 def test_skip_at_the_checkpoint_keeps_knowledge_unpromoted(tmp_path: Path) -> None:
-    project(tmp_path, ralph="knowledge_approval_timeout: 1h", request="write the parser")
-    proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: state(tmp_path) == "KNOWLEDGE_APPROVAL",
-               proc=proc, what="KNOWLEDGE_APPROVAL")
-    signal(tmp_path, "SKIP", "not now")
-    code, err = finish(proc)
-    assert code == 0, err
+    decide_at_approval(tmp_path, "SKIP", "not now")
     assert not (tmp_path / ".docs").exists()
     knowledge = session(tmp_path) / "iterations/1/knowledge/T1.md"
     assert knowledge.exists() and "carried_from" not in knowledge.read_text()

@@ -80,6 +80,17 @@ def open_runner(store: Store, spec: str, folder: Path, *, clock: Clock | None = 
     return runner
 
 
+def run_to_the_end(runner: Runner, store: Store) -> None:
+    """What the crash-test runner scripts do once open: say "running", run the session
+    until it is final (or the process is killed), close."""
+    print("running", flush=True)
+    try:
+        asyncio.run(runner.run(poll=0.01))
+    finally:
+        runner.close()
+        store.close()
+
+
 def run_until(runner: Runner, done: Callable[[], bool], *, deadline: float = DEADLINE,
               during: Callable[[], None] | None = None) -> list[Step]:
     """Run the runner's loop until ``done()`` (checked after each step and every 5 ms) or

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from interlock.runtime.engine.invoke import cancel_offline, child_sessions, stop_invocations
+from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 
 from support.invoke_helpers import agent_argv, alive, group_gone, pids, run_until, wait_for
@@ -27,6 +28,15 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
     s = SqliteStore(tmp_path / "state.db")
     yield s
     s.close()
+
+
+def hanging_child(store: SqliteStore, tmp_path: Path) -> tuple[Runner, Path]:
+    """The parent open, its child's agent started and hanging; the file of agent pids."""
+    log = tmp_path / "pids"
+    runner = open_parent(store, tmp_path, Machines(child_spec(
+        agent_argv("--pids", str(log), "--hang"))))
+    wait_for(lambda: bool(pids(log)))
+    return runner, log
 
 
 def test_the_child_runs_to_its_final_state_and_the_parent_hears_which(
@@ -53,11 +63,8 @@ def test_the_child_runs_to_its_final_state_and_the_parent_hears_which(
 
 def test_leaving_the_state_cancels_the_child_and_stops_its_agent(
         store: SqliteStore, tmp_path: Path) -> None:
-    log = tmp_path / "pids"
-    runner = open_parent(store, tmp_path, Machines(child_spec(
-        agent_argv("--pids", str(log), "--hang"))))
+    runner, log = hanging_child(store, tmp_path)
     try:
-        wait_for(lambda: bool(pids(log)))
         runner.send("leave")
         assert runner.session.active == ("left",)
     finally:
@@ -126,11 +133,8 @@ def test_ctrl_c_leaves_the_child_resumable_and_the_resumed_parent_adopts_it(
 
 def test_cancel_offline_stops_a_dead_runners_child_and_its_agent(
         store: SqliteStore, tmp_path: Path) -> None:
-    log = tmp_path / "pids"
-    runner = open_parent(store, tmp_path, Machines(child_spec(
-        agent_argv("--pids", str(log), "--hang"))))
+    runner, log = hanging_child(store, tmp_path)
     try:
-        wait_for(lambda: bool(pids(log)))
         [pid] = pids(log)
         [agent] = store.invocations("p1.0001-step")
         # what a dead parent runner leaves: the child session's agent still running

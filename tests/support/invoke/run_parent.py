@@ -4,22 +4,16 @@ ON_RESUME AGENT_ARG..."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
 from interlock.runtime.store.sqlite import SqliteStore
 
-from support.invoke_helpers import agent_argv
+from support.invoke_helpers import agent_argv, run_to_the_end
 from support.machine_helpers import Machines, child_spec, open_parent
 
 store_path, folder, on_resume, *agent_args = sys.argv[1:]
 store = SqliteStore(store_path)
 runner = open_parent(store, Path(folder), Machines(child_spec(agent_argv(*agent_args))),
                      on_resume=on_resume)
-print("running", flush=True)
-try:
-    asyncio.run(runner.run(poll=0.01))
-finally:
-    runner.close()
-    store.close()
+run_to_the_end(runner, store)

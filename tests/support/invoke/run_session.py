@@ -3,22 +3,16 @@ SIGKILL it mid-invoke). Usage: run_session.py STORE_DB SPEC_FILE SESSION_FOLDER.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 
-from support.invoke_helpers import BINDINGS
+from support.invoke_helpers import BINDINGS, run_to_the_end
 
 store_path, spec_path, folder = sys.argv[1:4]
 store = SqliteStore(store_path)
 runner, _ = Runner.open(store, Path(spec_path).read_text(), spec_path, session_id="s1",
                         bindings=BINDINGS, folder=Path(folder))
-print("running", flush=True)
-try:
-    asyncio.run(runner.run(poll=0.01))
-finally:
-    runner.close()
-    store.close()
+run_to_the_end(runner, store)
