@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from interlock.runtime.agents.base import Adapter, AgentOutput
+from interlock.runtime.agents.base import Adapter, AgentLaunch, AgentOutput
 from interlock.runtime.agents.claude import ClaudeAdapter
 from interlock.runtime.agents.codex import CodexAdapter
 from interlock.runtime.agents.command import CommandAdapter
@@ -41,9 +41,21 @@ def adapter_for(config: AgentConfig) -> Adapter:
 def agent_command(config: AgentConfig, prompt: str, *, name: str | None = None
                   ) -> AgentCommand:
     """What the dispatcher runs for ``config`` with ``prompt``."""
+    return launch_command(adapter_for(config).launch(config, prompt), name=name)
+
+
+def resume_command(config: AgentConfig, session: str, prompt: str, *,
+                   name: str | None = None) -> AgentCommand | None:
+    """What the dispatcher runs to continue the CLI's conversation ``session`` with
+    ``prompt`` (a steer); None when the CLI cannot continue one."""
+    launch = adapter_for(config).resume(config, session, prompt)
+    return None if launch is None else launch_command(launch, name=name)
+
+
+def launch_command(launch: AgentLaunch, *, name: str | None = None) -> AgentCommand:
+    """The dispatcher's command for an adapter's launch."""
     from interlock.runtime.dispatch import AgentCommand
 
-    launch = adapter_for(config).launch(config, prompt)
     options = SpawnOptions(cwd=Path(launch.cwd) if launch.cwd else None,
                            env=dict(launch.env) or None)
     return AgentCommand(argv=launch.argv, prompt=launch.stdin, name=name, options=options)
@@ -68,4 +80,4 @@ def polling_for(config: AgentConfig, base: PollingConfiguration | None = None, *
 
 def read_result(config: AgentConfig, result: DispatchResult) -> AgentOutput:
     """The answer, usage and reported error in a finished dispatch's stdout."""
-    return adapter_for(config).read(result.polling.stdout)
+    return adapter_for(config).read(result.polling.stdout, result.polling.stderr)

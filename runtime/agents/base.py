@@ -23,6 +23,17 @@ if TYPE_CHECKING:
 AgentCli = Literal["claude", "codex", "opencode", "gemini", "command", "demo"]
 AGENT_CLIS: tuple[str, ...] = ("claude", "codex", "opencode", "gemini", "command", "demo")
 
+# What an agent may do in its working folder (``permissions:`` of an agent): read only,
+# edit files there, or run commands too. Each adapter maps it to its CLI's own flags.
+Permissions = Literal["read-only", "edit", "full"]
+PERMISSIONS: tuple[str, ...] = ("read-only", "edit", "full")
+
+# Why a CLI's call failed, where its own output says (AgentOutput.reason): the first four
+# are the user's to fix (never retried), the last two pass (retried with backoff).
+FailureReason = Literal["auth", "permission_denied", "not_found", "invalid_request",
+                        "rate_limited", "unavailable"]
+TRANSIENT_REASONS: frozenset[str] = frozenset({"rate_limited", "unavailable"})
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -55,12 +66,19 @@ class AgentOutput:
     reported in its own output, if any. ``final``: the output holds the CLI's last event
     (claude's ``result``, codex's ``turn.completed``/``turn.failed``, opencode's closing
     ``step_finish``, gemini's whole JSON object), so the answer is whole even if the process
-    lingers before exiting; always False for adapters that print the answer itself."""
+    lingers before exiting; always False for adapters that print the answer itself.
+    ``reason`` classifies ``error`` where the CLI's words allow (``auth``, ``rate_limited``,
+    ...); ``denials`` names each tool call the CLI refused (``Write /w/hello.txt``), even
+    when the call otherwise succeeded; ``session`` is the CLI's conversation id, which a
+    steer continues (:meth:`Adapter.resume`)."""
 
     answer: str
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     final: bool = False
+    reason: FailureReason | None = None
+    denials: tuple[str, ...] = ()
+    session: str | None = None
 
 
 Completion = Literal["exit", "document"]
@@ -82,5 +100,10 @@ class Adapter(Protocol):
     def launch(self, config: AgentConfig, prompt: str) -> AgentLaunch:
         """The process to start for ``config`` with ``prompt``."""
 
-    def read(self, stdout: str) -> AgentOutput:
-        """The answer and usage in everything the agent printed on stdout so far."""
+    def read(self, stdout: str, stderr: str = "") -> AgentOutput:
+        """The answer, usage and reported error in everything the agent printed so far
+        (some CLIs print their errors on stderr)."""
+
+    def resume(self, config: AgentConfig, session: str, prompt: str) -> AgentLaunch | None:
+        """The process that continues the CLI's conversation ``session`` with ``prompt``
+        (a steer), or None when the CLI cannot continue one."""

@@ -21,5 +21,8 @@ class CommandAdapter:
             raise ValueError("cli: command needs command: the argv to run")
         return config.launch_with(config.command, prompt)
 
-    def read(self, stdout: str) -> AgentOutput:
+    def read(self, stdout: str, stderr: str = "") -> AgentOutput:
         return AgentOutput(answer=stdout)
+
+    def resume(self, config: AgentConfig, session: str, prompt: str) -> AgentLaunch | None:
+        return None

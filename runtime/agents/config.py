@@ -33,7 +33,7 @@ from interlock.machines.diagnostics import Diagnostic, SpecError, error
 from interlock.machines.settings import Duration, Rule, Section, section_diagnostics
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap
-from interlock.runtime.agents.base import AgentCli, AgentLaunch
+from interlock.runtime.agents.base import AgentCli, AgentLaunch, Permissions
 from interlock.runtime.host.project_file import project_section, read_project_file
 
 SECTION = "agents"
@@ -88,6 +88,7 @@ class AgentConfig(BaseModel):
         default_factory=dict)
     cwd: Text | None = None
     timeout: Duration | None = None
+    permissions: Permissions | None = None
     command: Argv | None = None
     role: Role | None = None
     delay: Duration = 0.0
@@ -109,6 +110,11 @@ class AgentConfig(BaseModel):
                     raise PydanticCustomError(
                         _MISSING, f"{key} is only for cli: {cli}, not cli: {self.cli}")
         return self
+
+    @property
+    def allowed(self) -> Permissions:
+        """What the agent may do: its ``permissions``, read-only when unset."""
+        return self.permissions or "read-only"
 
     def launch_with(self, head: tuple[str, ...], stdin: str | None,
                     tail: tuple[str, ...] = ()) -> AgentLaunch:

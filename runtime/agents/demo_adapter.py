@@ -35,5 +35,8 @@ class DemoAdapter:
         return AgentLaunch(argv=launch.argv, stdin=launch.stdin,
                            env={"PYTHONUNBUFFERED": "1", **launch.env}, cwd=launch.cwd)
 
-    def read(self, stdout: str) -> AgentOutput:
+    def read(self, stdout: str, stderr: str = "") -> AgentOutput:
         return AgentOutput(answer=stdout)
+
+    def resume(self, config: AgentConfig, session: str, prompt: str) -> AgentLaunch | None:
+        return None

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install the pinned real agent CLIs (claude, codex, gemini, opencode) that the real-CLI
+# tests run against the scripted model server (interlock.testing).
+#
+#   tests/tools/install_agent_clis.sh [DIR]
+#
+# DIR defaults to $INTERLOCK_AGENT_CLIS, then <repo>/.cache/agent-clis (gitignored). Needs
+# node >= 20 and npm (bootstrap.sh installs Debian's when missing); fetches from the npm
+# registry only, versions and integrity hashes pinned by tests/tools/agent-clis/
+# package-lock.json. Does nothing when DIR already holds this lockfile's install.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+dir="${1:-${INTERLOCK_AGENT_CLIS:-$root/.cache/agent-clis}}"
+
+command -v node >/dev/null || { echo "install_agent_clis: node is not installed" >&2; exit 2; }
+command -v npm >/dev/null || { echo "install_agent_clis: npm is not installed" >&2; exit 2; }
+
+mkdir -p "$dir"
+if [ -f "$dir/.installed" ] && cmp -s "$dir/.installed" "$here/agent-clis/package-lock.json"; then
+  exit 0
+fi
+cp "$here/agent-clis/package.json" "$here/agent-clis/package-lock.json" "$dir/"
+cd "$dir"
+# `npm install` with the lockfile, not `npm ci`: opencode-ai lists its other platforms'
+# binaries as optional dependencies the lockfile cannot hold, which `npm ci` refuses.
+npm install --no-audit --no-fund --no-save --loglevel=error
+for cli in claude codex gemini opencode; do
+  "node_modules/.bin/$cli" --version >/dev/null 2>&1 \
+    || { echo "install_agent_clis: $cli does not run after install" >&2; exit 1; }
+done
+cp "$here/agent-clis/package-lock.json" .installed
+echo "agent CLIs installed in $dir: $(cd node_modules/.bin && echo claude codex gemini opencode)"
