@@ -248,7 +248,8 @@ class ModelServer:
         self._sock = sock
         self.url = f"http://{self.host}:{sock.getsockname()[1]}"
         self._server = uvicorn.Server(uvicorn.Config(
-            self.app(), log_level="critical", access_log=False, lifespan="off"))
+            self.app(), log_level="critical", access_log=False, lifespan="off",
+            timeout_graceful_shutdown=1))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         daemon=True, name="model-server")
         self._thread.start()

@@ -32,6 +32,8 @@ PERMISSIONS: tuple[str, ...] = ("read-only", "edit", "full")
 # are the user's to fix (never retried), the last two pass (retried with backoff).
 FailureReason = Literal["auth", "permission_denied", "not_found", "invalid_request",
                         "rate_limited", "unavailable"]
+FAILURE_REASONS: tuple[str, ...] = ("auth", "permission_denied", "not_found",
+                                    "invalid_request", "rate_limited", "unavailable")
 TRANSIENT_REASONS: frozenset[str] = frozenset({"rate_limited", "unavailable"})
 
 

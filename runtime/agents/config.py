@@ -38,6 +38,8 @@ from interlock.runtime.host.project_file import project_section, read_project_fi
 
 SECTION = "agents"
 ROLES: tuple[str, ...] = ("planner", "executor", "reviewer", "questioner", "librarian")
+# The roles that change files: their agents run with ``permissions: edit`` unless set.
+EDITING_ROLES: frozenset[str] = frozenset({"executor", "librarian"})
 Role = Literal["planner", "executor", "reviewer", "questioner", "librarian"]
 # Agent names a built-in spec invokes that stand for a demo role offline: the poller of
 # the review interview (specs/poller_interview.yaml, seed 000) asks as the questioner.
@@ -203,7 +205,22 @@ def _parsed_agents(raw: bytes, file: str, folder: str) -> tuple[tuple[str, Agent
 
 
 def resolve_agent(name: str, agents: Mapping[str, AgentConfig]) -> AgentConfig | None:
-    """The configured agent ``name``, else the demo role of that name, else None."""
-    if name in agents:
-        return agents[name]
-    return default_agents().get(name)
+    """The configured agent ``name`` (for ``poller``, else the ``questioner``) with its
+    role's default permissions; the demo role of that name only when no agent is
+    configured at all (a name missing from a project's ``agents:`` never runs a demo agent
+    in its place); else None."""
+    if not agents:
+        config = default_agents().get(name)
+    else:  # the poller asks as the questioner: the questioner's agent unless it has its own
+        config = agents.get(name) or agents.get(DEMO_STAND_INS.get(name, name))
+    if config is None:
+        return None
+    if config.permissions is None and (config.role or name) in EDITING_ROLES:
+        return config.model_copy(update={"permissions": "edit"})
+    return config
+
+
+def must_edit(config: AgentConfig, name: str) -> bool:
+    """Whether the agent is there to change files (an editing role, or granted edits),
+    so that a tool call its CLI refused fails the call rather than being reported."""
+    return (config.role or name) in EDITING_ROLES or config.allowed != "read-only"

@@ -112,7 +112,7 @@ def resume_blocking(
 
     base = root_of(root)
     check_session_id(poller_id)
-    poller = _poller(agent, base)
+    poller = _poller(agent, base) if agent is not None else None  # None: the one it kept
     with opened_store(store, base) as opened, translated():
         machines = Machines(opened, base, poller, clock or SystemClock())
         if not machines.taken(poller_id):

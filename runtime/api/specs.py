@@ -75,12 +75,12 @@ def check_file(path: Path, bindings: Mapping[str, object] | None = None,
 
 
 def known_agents(root: Path) -> set[str]:
-    """The agent names a spec may invoke here: the offline demo roles, which need no
-    configuration, and those of ``ROOT/interlock.yaml``'s ``agents:`` (SpecError with
-    located diagnostics when that section is wrong)."""
+    """The agent names a spec may invoke here: those of ``ROOT/interlock.yaml``'s
+    ``agents:``, or without any, the offline demo roles, which need no configuration
+    (SpecError with located diagnostics when that section is wrong)."""
     from interlock.runtime.agents.config import default_agents, load_agents
 
-    return set(default_agents()) | set(load_agents(root / "interlock.yaml"))
+    return set(load_agents(root / "interlock.yaml")) or set(default_agents())
 
 
 @dataclass(frozen=True, slots=True)

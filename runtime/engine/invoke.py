@@ -38,7 +38,7 @@ from typing import Any
 
 from interlock.machines.durations import parse_duration
 from interlock.machines.ir import InvokeIR, MachineIR, OnResume
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
+from interlock.runtime.agents.base import FAILURE_REASONS, AgentLaunch, AgentOutput, Usage
 from interlock.runtime.agents.prompts import PromptError, render_input, render_prompt
 from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.dispatch.polling import AgentCommand
@@ -73,9 +73,13 @@ from interlock.runtime.store.base import (
 )
 
 REASONS = ("spawn_error", "exit_nonzero", "timeout", "invalid_answer", "runner_lost",
-           "machine_failed", "machine_cancelled")
+           "machine_failed", "machine_cancelled", "agent_error", *FAILURE_REASONS)
 CHILD_WAIT = 60.0  # longest wait for a child machine's runner to stop after a cancel
 START_WAIT = 10.0  # longest wait for an agent's process to be started and recorded
+
+
+# An adapter's read: (stdout, stderr) -> the answer, usage and the CLI's reported error.
+Reader = Callable[[str, str], AgentOutput]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +89,7 @@ class ResolvedAgent:
     agent's own dispatch settings (None: the invoker's)."""
 
     launch: AgentLaunch
-    read: Callable[[str], AgentOutput] | None = None
+    read: Reader | None = None
     config: PollingConfiguration | None = None
 
 
@@ -370,7 +374,7 @@ class Invoker:
                       suffix=end.state if reason is None else None)
 
     def _command(self, invoke: InvokeIR, context: Mapping[str, Any]
-                 ) -> tuple[AgentCommand, Callable[[str], AgentOutput] | None,
+                 ) -> tuple[AgentCommand, Reader | None,
                             PollingConfiguration | None]:
         template: str | Path | None = invoke.prompt
         if template is None and invoke.prompt_file is not None:
@@ -414,7 +418,7 @@ class Invoker:
 
     def _launch(self, flight: _Flight, command: AgentCommand | None,
                 context: Mapping[str, Any], *,
-                read: Callable[[str], AgentOutput] | None = None,
+                read: Reader | None = None,
                 config: PollingConfiguration | None = None,
                 adopt: tuple[int, str] | None = None) -> None:
         record = flight.record
@@ -433,7 +437,7 @@ class Invoker:
             command, config or self.config, spool=Spool(Path(record.spool)),
             invocation_id=record.id,
             adopt=adopt, timeout=timeout, on_started=started,
-            read=(lambda text: read(text).answer) if read is not None else None)
+            read=(lambda text: read(text, "").answer) if read is not None else None)
         flight.dispatch = dispatch
 
         def schedule() -> None:
@@ -446,7 +450,7 @@ class Invoker:
     # -- finishing --------------------------------------------------------------------
 
     def _finished(self, flight: _Flight, task: asyncio.Future[DispatchResult],
-                  read: Callable[[str], AgentOutput] | None) -> None:
+                  read: Reader | None) -> None:
         """On the invoker's loop: deliver the outcome, unless a cancel came first."""
         flight.started.set()
         if task.cancelled() or not self._settle(flight):
@@ -704,17 +708,23 @@ def _lost_data(record: InvocationRecord) -> dict[str, Any]:
     return {**data, "reason": "runner_lost", "message": message}
 
 
-def outcome(result: DispatchResult, dispatch: SpooledDispatch,
-            read: Callable[[str], AgentOutput] | None, invocation_id: str
-            ) -> tuple[dict[str, Any], str | None]:
-    """The event data of a finished dispatch and its failure reason (None: done)."""
+def outcome(result: DispatchResult, dispatch: SpooledDispatch, read: Reader | None,
+            invocation_id: str) -> tuple[dict[str, Any], str | None]:
+    """The event data of a finished dispatch and its failure reason (None: done). Where
+    the CLI said what went wrong (its adapter's reading), its words are the message and
+    its reason (``auth``, ``rate_limited``, ...) the reason; tool calls it refused are
+    listed as ``denials``."""
     polling = result.polling
     json = polling.to_json()
     check = dispatch.check()
-    usage = read(polling.stdout).usage if read is not None else Usage()
+    output = read(polling.stdout, polling.stderr) if read is not None else None
+    usage = output.usage if output is not None else Usage()
     answer = check.document if check.complete else None
-    data = {"result": json, "answer": answer, "verdict": json["verdict"],
-            "usage": usage.to_json(), "invocation": invocation_id}
+    data: dict[str, Any] = {"result": json, "answer": answer, "verdict": json["verdict"],
+                            "usage": usage.to_json(), "invocation": invocation_id}
+    if output is not None and output.denials:
+        data["denials"] = list(output.denials)
+    said = output.error if output is not None else None
     reason: str | None = None
     message: str | None = None
     if polling.status == "timeout":
@@ -723,11 +733,21 @@ def outcome(result: DispatchResult, dispatch: SpooledDispatch,
         if polling.completion_method == "spawn":
             reason, message = "spawn_error", result.error or "the agent could not be started"
         else:
-            reason, message = "exit_nonzero", f"the agent exited with {polling.exit_code}"
+            reason = (output.reason if output is not None else None) or "exit_nonzero"
+            message = said or _exit_message(polling.exit_code, polling.stderr)
+    elif said is not None:  # the CLI reported a failure, yet exited 0
+        reason = (output.reason if output is not None else None) or "agent_error"
+        message = said
     elif answer is None and dispatch.answer_text().strip():
         reason, message = "invalid_answer", f"the answer is not a complete document: {check.reason}"
-        data["result"] = {**json, "success": False}
     if reason is not None:
+        data["result"] = {**json, "success": False}
         data["reason"] = reason
         data["message"] = message
     return data, reason
+
+
+def _exit_message(code: int | None, stderr: str) -> str:
+    """``the agent exited with N``, and the last line it wrote on stderr."""
+    tail = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return f"the agent exited with {code}" + (f": {tail[-1]}" if tail else "")

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from interlock.runtime.agents.config import ROLES
+
 INTERLOCK = [sys.executable, "-m", "interlock.runtime.cli"]
 #: An executor slow enough for a signal to arrive while it runs (0.3 s a line of answer).
 SLOW = "executor: {cli: demo, delay: 300ms}"
@@ -97,12 +99,16 @@ def pending(root: Path, ident: str = "s") -> list[str]:
 def project(root: Path, agents: str = "", ralph: str = "",
             request: str = "write the parser; write the report\ntest it") -> None:
     """interlock.yaml (a short knowledge approval unless ``ralph`` sets one) and
-    ``ralph init --id s``."""
+    ``ralph init --id s``. ``agents`` lines configure roles; every role they leave out
+    plays the demo agent (a project with an ``agents:`` section names each role)."""
     if "knowledge_approval_timeout" not in ralph:
         ralph = f"knowledge_approval_timeout: 100ms\n  {ralph}"
     text = f"ralph:\n  {ralph}\n"
     if agents:
-        text += "agents:\n" + "".join(f"  {line}\n" for line in agents.splitlines())
+        named = {line.split(":", 1)[0].strip() for line in agents.splitlines()}
+        lines = [*agents.splitlines(),
+                 *(f"{role}: {{cli: demo}}" for role in ROLES if role not in named)]
+        text += "agents:\n" + "".join(f"  {line}\n" for line in lines)
     (root / "interlock.yaml").write_text(text)
     done = cli(root, "ralph", "init", "--id", "s", "--request", request)
     assert done.returncode == 0, done.stderr

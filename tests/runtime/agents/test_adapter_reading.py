@@ -37,7 +37,7 @@ def test_claude_answer_so_far_then_the_result() -> None:
 def test_claude_max_turns_is_an_error() -> None:
     out = ClaudeAdapter().read(jsonl({"type": "result", "subtype": "error_max_turns",
                                       "is_error": False, "num_turns": 8}))
-    assert out.error == "claude reported error_max_turns: no result"
+    assert out.error == "claude: error_max_turns"
 
 
 def test_codex_keeps_the_last_agent_message_and_sums_usage() -> None:

@@ -28,7 +28,7 @@ from interlock.runtime.dispatch import Dispatch, DispatchResult
 from interlock.runtime.dispatch.process import carries_dispatch_id
 from interlock.testing import cut, fail, say, write_file
 
-from support.real_clis import RealCli, real_cli  # noqa: F401  (fixture)
+from support.real_clis import RealCli
 
 pytestmark = pytest.mark.real_cli
 
@@ -121,11 +121,11 @@ def test_a_stream_cut_mid_answer_fails_or_recovers(real_cli: RealCli) -> None:
 
 
 def test_the_invoke_timeout_ends_the_whole_group(real_cli: RealCli) -> None:
-    real_cli.server.script.add(say(ANSWER, delay=30))
+    real_cli.server.script.add(say(ANSWER, delay=60))
     started = time.monotonic()
-    result, _, dispatch_id = run(real_cli.config(timeout="3s"), "Hello.")
+    result, _, dispatch_id = run(real_cli.config(timeout="10s"), "Hello.")
     assert result.status == "timeout"
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 40
     assert leftovers(dispatch_id) == []
 
 
@@ -174,7 +174,7 @@ def test_a_megabyte_prompt_arrives_whole_and_never_in_argv(real_cli: RealCli) ->
 
 def test_a_steer_continues_the_conversation(real_cli: RealCli) -> None:
     adapter = adapter_for(real_cli.config())
-    if real_cli.cli not in ("claude", "codex"):
+    if real_cli.cli not in ("claude", "codex", "gemini"):
         assert adapter.resume(real_cli.config(), "any", "steer") is None
         return
     real_cli.server.script.add(say("first: answered"), say("second: steered"))

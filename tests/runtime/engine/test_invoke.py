@@ -267,7 +267,7 @@ def test_an_agent_invoke_goes_through_the_resolver(store: SqliteStore, tmp_path:
     def resolve(name: str, prompt: str) -> ResolvedAgent:
         seen.append((name, prompt))
 
-        def read(stdout: str) -> AgentOutput:
+        def read(stdout: str, stderr: str) -> AgentOutput:
             return AgentOutput(stdout, Usage(input_tokens=12, output_tokens=3, cost_usd=0.01))
 
         return ResolvedAgent(AgentLaunch(tuple(agent_argv()), stdin=prompt), read)

@@ -105,9 +105,13 @@ def test_with_overrides_validates_and_names_the_option() -> None:
         config.with_overrides(max_iterations=0)
 
 
-def test_role_agents_default_to_the_demo_roles(tmp_path: Path) -> None:
+def test_role_agents_are_the_demo_roles_only_without_an_agents_section(tmp_path: Path
+                                                                        ) -> None:
     from interlock.runtime.ralph.config import role_agents
 
+    assert {a.cli for a in role_agents(tmp_path).values()} == {"demo"}
+    assert len(role_agents(tmp_path)) == 5
     _write(tmp_path, "agents:\n  executor: {cli: command, command: [my-agent]}\n")
     agents = role_agents(tmp_path)
-    assert agents["executor"].cli == "command" and agents["planner"].cli == "demo"
+    assert agents["executor"].cli == "command" and "planner" not in agents
+    assert agents["executor"].permissions == "edit"  # the Executor's default
