@@ -73,7 +73,9 @@ def test_a_denied_write_is_named(real_cli: RealCli) -> None:
     _, output, _ = run(real_cli.config(permissions="read-only"), "Write hello.txt.")
     assert not (real_cli.workdir / "hello.txt").exists()
     assert output.denials, output
-    assert any("hello.txt" in denial for denial in output.denials), output.denials
+    # codex logs a refused patch without its path (docs/agents.md): only the tool is named
+    named = "apply_patch" if real_cli.cli == "codex" else "hello.txt"
+    assert any(named in denial for denial in output.denials), output.denials
 
 
 def test_a_shell_command_needs_full(real_cli: RealCli) -> None:
