@@ -124,7 +124,8 @@ CODES: dict[str, str] = {
     "M215": "context default does not match its type",
     "M216": "invoke names not exactly one of `agent`, `command` and `machine`, or an "
             "empty command",
-    "M217": "invoke gives both `prompt` and `prompt_file`, or either with `machine`",
+    "M217": "invoke gives both `prompt` and `prompt_file`, either with `machine`, or "
+            "`continue` without `agent`",
     "M218": "invoke `prompt_file` cannot be read",
     "M219": "Jinja2 syntax error in an invoke template",
     "M220": "done.invoke/error.invoke event for an id no state invokes",

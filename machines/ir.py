@@ -146,6 +146,7 @@ class InvokeIR:
     timeout: Delay | None
     on_resume: OnResume
     mark: Mark
+    continue_: str | None = None
     marks: Mapping[str, Mark] = field(default_factory=dict, compare=False)
 
     def mark_of(self, name: str) -> Mark:
@@ -332,7 +333,7 @@ def _invoke(sid: str, spec: InvokeSpec | None) -> InvokeIR | None:
         return None
     marks = {name: spec.mark_of(name)
              for name in ("id", "agent", "command", "machine", "prompt", "prompt_file", "input",
-                          "timeout", "on_resume")}
+                          "timeout", "on_resume", "continue_")}
     marks.update({f"input.{key}": spec.key_mark_of("input", key) for key in spec.input})
     return InvokeIR(
         id=spec.id or sid,
@@ -346,6 +347,7 @@ def _invoke(sid: str, spec: InvokeSpec | None) -> InvokeIR | None:
         timeout=Delay.parse(spec.timeout) if spec.timeout is not None else None,
         on_resume=OnResume(spec.on_resume),
         mark=spec.mark,
+        continue_=spec.continue_,
         marks=MappingProxyType(marks),
     )
 

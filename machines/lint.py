@@ -24,9 +24,11 @@ M214   a field the state's kind does not allow
 M215   context default that does not match its type
 M216   ``invoke:`` with not exactly one of ``agent``, ``command`` and ``machine``, or an
        empty command
-M217   ``invoke:`` with both ``prompt`` and ``prompt_file``, or either with ``machine``
+M217   ``invoke:`` with both ``prompt`` and ``prompt_file``, either with ``machine``, or
+       ``continue`` without ``agent``
 M218   ``invoke:`` ``prompt_file`` missing or unreadable (only for a spec read from a file)
-M219   Jinja2 syntax error in an invoke's ``prompt``, ``prompt_file`` or ``input`` string
+M219   Jinja2 syntax error in an invoke's ``prompt``, ``prompt_file``, ``input`` string
+       or ``continue``
 M220   ``done.invoke.<id>`` / ``error.invoke.<id>`` where no state invokes ``<id>``
 M221   duplicate invoke id
 M222   invoke ``agent`` not in interlock.yaml ``agents:`` (only when agents are given)

@@ -4,12 +4,12 @@ Checks read the IR like :mod:`.lint` (which runs them and owns the code table):
 
 =====  ==========================================================================
 M216   not exactly one of ``agent``, ``command`` and ``machine``, or an empty ``command``
-M217   both ``prompt`` and ``prompt_file``, or either with ``machine`` (a child machine
-       takes ``input``, not a prompt)
+M217   both ``prompt`` and ``prompt_file``, ``continue`` without ``agent``, or either prompt
+       key with ``machine`` (a child machine takes ``input``, not a prompt)
 M218   ``prompt_file`` missing or unreadable (relative to the spec file's folder;
        not checked for a spec loaded from text)
-M219   Jinja2 syntax error in ``prompt``, the ``prompt_file``, an ``input`` string, or a
-       templated ``agent`` name or ``command`` item
+M219   Jinja2 syntax error in ``prompt``, the ``prompt_file``, an ``input`` string,
+       ``continue``, or a templated ``agent`` name or ``command`` item
 M220   ``done.invoke.<id>`` / ``error.invoke.<id>`` listened for where no state
        invokes ``<id>``
 M221   two states invoke under one id
@@ -104,6 +104,11 @@ def _check_runs(invoke: InvokeIR) -> Iterator[Diagnostic]:
                     invoke.mark_of("prompt_file"),
                     "keep one: `prompt:` holds the template, `prompt_file:` names a file "
                     "that holds it")
+    if invoke.continue_ is not None and invoke.agent is None:
+        yield error("M217", f"{where} has `continue:`, which only an `agent:` takes",
+                    invoke.mark_of("continue_"),
+                    "`continue:` goes on with an agent CLI's own conversation; a command or "
+                    "a child machine has none: remove it")
     if invoke.machine is not None:
         for name in ("prompt", "prompt_file"):
             if getattr(invoke, name) is not None:
@@ -232,6 +237,9 @@ def _check_templated_names(invoke: InvokeIR) -> Iterator[Diagnostic]:
         if _is_template(item):
             yield from _syntax(item, invoke.mark_of("command"),
                                f"the command of the invoke of state {invoke.state!r}")
+    if invoke.continue_ is not None:
+        yield from _syntax(invoke.continue_, invoke.mark_of("continue_"),
+                           f"`continue:` of the invoke of state {invoke.state!r}")
 
 
 def _check_input(invoke: InvokeIR) -> Iterator[Diagnostic]:

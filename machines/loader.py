@@ -93,7 +93,8 @@ def _diagnostic(err: Any, source: SourceMap) -> Diagnostic:
 def _attach_marks(node: Node, path: Path, source: SourceMap) -> None:
     node._mark = source.key(path) if path else source.value(path)
     for name in node.model_fields_set:
-        node._field_marks[name] = source.value((*path, name))
+        key = type(node).model_fields[name].alias or name  # `continue:` is continue_
+        node._field_marks[name] = source.value((*path, key))
         value = getattr(node, name)
         if isinstance(value, dict):
             _attach_key_marks(node, name, value, (*path, name), source)

@@ -142,6 +142,12 @@ class InvokeSpec(Node):
         "machine's context); strings in them are Jinja2 templates rendered from `context`, "
         "and a string that is one `{{ expression }}` alone gives the expression's value "
         "(a list, a mapping, a number) as it is.")
+    continue_: str | None = Field(
+        default=None, alias="continue",
+        description="For an agent: a Jinja2 template over `context`; when it renders "
+        "non-empty and this invoke's previous call in the session left a conversation its "
+        "CLI can continue (claude, codex, gemini), that conversation goes on with this text "
+        "(a steer, say) instead of starting over with `prompt`.")
     timeout: str | None = Field(
         default=None,
         description="How long it may run before error.invoke.<id>: a duration (90, 30s, "

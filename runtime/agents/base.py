@@ -35,6 +35,7 @@ FailureReason = Literal["auth", "permission_denied", "not_found", "invalid_reque
 FAILURE_REASONS: tuple[str, ...] = ("auth", "permission_denied", "not_found",
                                     "invalid_request", "rate_limited", "unavailable")
 TRANSIENT_REASONS: frozenset[str] = frozenset({"rate_limited", "unavailable"})
+MUST_FIX_REASONS: frozenset[str] = frozenset(FAILURE_REASONS) - TRANSIENT_REASONS
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,9 +83,13 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
                     store: str | None = None,
                     root: Path | str | None = None, stop: asyncio.Event | None = None,
                     on_note: Callable[[str], None] | None = None,
-                    on_review: Callable[[list[str]], bool] | None = None) -> RalphResult:
+                    on_review: Callable[[list[str]], bool] | None = None,
+                    wait: bool = False) -> RalphResult:
     """Run the session until COMPLETE (completed or aborted), a limit, or ``stop``. A
-    paused session waits here. ``record``/``replay``: a cassette file that every agent
+    session paused by a signal waits here; one paused because a subagent's agent failed
+    (not logged in, a refused permission: ``paused_for`` in metadata.yaml) ends the run
+    with outcome ``paused`` unless ``wait``, and a later run tries that call again.
+    ``record``/``replay``: a cassette file that every agent
     invocation is recorded to or replayed from (docs/ralph.md). ``on_review``: the review
     menu for rejected tasks (``ralph.review_rejections``), called in a worker thread with
     their ids; each review ends with :func:`ralph_corrected`; False stops the run."""
@@ -109,9 +113,13 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
     meta = folder.metadata()
     if meta.get("status") in ("completed", "aborted"):
         return RalphResult(session_id, str(meta["status"]))
+    if meta.get("paused_for") and meta.get("state") == "PAUSED":  # fixed since, or not
+        with opened_store(store, folder.root) as opened, translated():
+            opened.enqueue(session_id, "resume", {"message": None}, time.time())
     with translated():
         return await RalphRun(folder.root, session_id, config, store_url=store,
-                              agents=wrap, on_note=on_note, on_review=on_review).run(stop)
+                              agents=wrap, on_note=on_note, on_review=on_review,
+                              wait=wait).run(stop)
 
 
 async def ralph_resume(session_id: str, *, message: str | None = None,

@@ -120,6 +120,8 @@ def _run(session_id: str, store: str | None, **limits: Any) -> int:
     if result.outcome == "stopped":
         err.print(f"stopped; Ralph session {session_id} is saved. Continue with: "
                   f"interlock ralph run {session_id}")
+    elif result.outcome == "paused":
+        err.print(f"Ralph session {session_id} paused: {escape(result.reason or '')}")
     elif result.outcome == "limit":
         err.print(f"limit reached: {escape(result.reason or '')}; continue with: "
                   f"interlock ralph run {session_id} (a higher limit)")
@@ -165,14 +167,18 @@ def run(
                                                    min=0.0)] = None,
     replay: Annotated[Path | None, typer.Option("--replay", metavar="CASSETTE")] = None,
     record: Annotated[Path | None, typer.Option("--record", metavar="CASSETTE")] = None,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="When an agent fails (not logged in, say), wait for `ralph resume` "
+                       "instead of exiting 4.")] = False,
     store: StoreOpt = None,
 ) -> None:
     """Run the session until COMPLETE or a limit (exit 0 completed, 1 aborted or failed,
-    3 limit reached); Ctrl-C saves it. A paused session waits for `ralph resume`."""
+    3 limit reached, 4 an agent failed: fix what it says, then run again); Ctrl-C saves
+    it. A session paused by a signal waits for `ralph resume`."""
     raise typer.Exit(_run(session_id, store, record=record, replay=replay,
                           max_iterations=max_iterations,
                           max_runtime=_duration(max_runtime, "--max-runtime"),
-                          max_cost=max_cost))
+                          max_cost=max_cost, wait=wait))
 
 
 @ralph_app.command("resume")
@@ -218,8 +224,7 @@ def status(
     if info["pending_signals"]:
         print(f"  pending signals: {', '.join(info['pending_signals'])}")
     if info.get("paused_for") and info["state"] == "PAUSED":
-        print(f"  paused: {info['paused_for']}; go on with: interlock ralph resume "
-              f"{info['id']}")
+        print(f"  paused: {info['paused_for']}")
     if info.get("waiting_for") and not info.get("questions"):
         print(f"  waiting for {info['waiting_for']}; or go on without: interlock ralph "
               f"resume {info['id']}")

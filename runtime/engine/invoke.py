@@ -85,12 +85,14 @@ Reader = Callable[[str, str], AgentOutput]
 @dataclass(frozen=True, slots=True)
 class ResolvedAgent:
     """What an ``agent:`` invoke runs: the launch, how to read its stdout into the
-    answer text and usage (an adapter's ``read``; None: stdout is the answer), and the
-    agent's own dispatch settings (None: the invoker's)."""
+    answer text and usage (an adapter's ``read``; None: stdout is the answer), the
+    agent's own dispatch settings (None: the invoker's), and how to continue one of its
+    CLI's conversations instead (``resume(session, text)``; None: it cannot)."""
 
     launch: AgentLaunch
     read: Reader | None = None
     config: PollingConfiguration | None = None
+    resume: Callable[[str, str], AgentLaunch | None] | None = None
 
 
 # (agent name from interlock.yaml, rendered prompt) -> what to run. Connected to
@@ -397,10 +399,29 @@ class Invoker:
         except Exception as exc:
             raise InvokeError(f"invoke {invoke.id!r}: agent {name!r}: {exc}") from None
         launch = resolved.launch
+        if invoke.continue_ is not None and resolved.resume is not None:
+            text = _templated(invoke.continue_, context, f"invoke {invoke.id!r} continue")
+            session = self._conversation(invoke.id, resolved.read) if text.strip() else None
+            if session is not None:
+                launch = resolved.resume(session, text) or launch
         options = SpawnOptions(cwd=Path(launch.cwd) if launch.cwd else None,
                                env=dict(launch.env) or None)
         return (AgentCommand(launch.argv, launch.stdin, invoke.id, options), resolved.read,
                 resolved.config)
+
+    def _conversation(self, invoke_id: str, read: Reader | None) -> str | None:
+        """The CLI conversation the invoke's previous call in this session ran in (its
+        spooled output read by the agent's adapter), or None."""
+        earlier = [r for r in self.store.invocations(self.session_id) if r.invoke == invoke_id]
+        if not earlier or read is None:
+            return None
+        spool = Spool(Path(earlier[-1].spool))
+        try:
+            stdout = spool.stdout.read_text(encoding="utf-8", errors="replace")
+            stderr = spool.stderr.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        return read(stdout, stderr).session
 
     def _timeout(self, invoke: InvokeIR, context: Mapping[str, Any]) -> float | None:
         delay = invoke.timeout

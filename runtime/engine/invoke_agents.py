@@ -37,7 +37,8 @@ def agent_resolver(root: Path, base: PollingConfiguration | None = None) -> Agen
         adapter = adapter_for(config)
         return ResolvedAgent(adapter.launch(config, prompt),
                              refusing_reader(adapter.read, adapter.cli, must_edit(config, name)),
-                             polling_for(config, base, role=name))
+                             polling_for(config, base, role=name),
+                             resume=lambda session, text: adapter.resume(config, session, text))
 
     return resolve
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from interlock.machines.bindings import Bindings, Call
+from interlock.runtime.agents.base import MUST_FIX_REASONS
 from interlock.runtime.ralph.config import IDENTITIES
 from interlock.runtime.ralph.folder import RalphFolder, Task, now_iso, write_text
 
@@ -119,6 +120,11 @@ def make_bindings(folder: RalphFolder,
     def finished_work(c: Call) -> bool:
         return bool(_output(c).get("verified"))
 
+    def agent_to_fix(c: Call) -> bool:
+        """The subagent's agent failed in a way the human fixes first (not logged in, a
+        refused permission, an unknown model): another try would fail the same way."""
+        return _output(c).get("error_reason") in MUST_FIX_REASONS
+
     def pause_pending(c: Call) -> bool:
         return bool(c.context.get("pause_pending"))
 
@@ -200,7 +206,7 @@ def make_bindings(folder: RalphFolder,
         c.context["blockers"].append(f"invocation failed: {why}")
         role = (c.context.get("invocation") or {}).get("role")
         folder.update_metadata(paused_for=f"{IDENTITIES.get(str(role), 'a subagent')} "
-                               f"failed: {why}")
+                               f"failed: {why} — then `interlock ralph run {folder.id}`")
         absorb(c)
         done_invoking(c)
 
@@ -407,6 +413,7 @@ def make_bindings(folder: RalphFolder,
         "record_paused": record_paused, "aborted_by_signal": aborted_by_signal,
         "subagent_paused": subagent_paused, "subagent_blocked": subagent_blocked,
         "finished_work": finished_work, "pause_pending": pause_pending,
+        "agent_to_fix": agent_to_fix,
         "has_open_blockers": has_open_blockers, "over_limit": limit_reached,
         "invoke_questioner": invoke_questioner,
         "record_questions": record_questions, "note_questions": note_questions,

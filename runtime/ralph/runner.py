@@ -88,7 +88,8 @@ def ralph_state(active: tuple[str, ...]) -> str:
 @dataclass(frozen=True, slots=True)
 class RalphResult:
     """How ``ralph run`` ended: ``completed``, ``aborted``, ``failed``, ``limit`` (see
-    ``reason``) or ``stopped`` (Ctrl-C; resumable)."""
+    ``reason``), ``paused`` (a subagent's agent failed in a way to fix first: the reason
+    says how; resumable) or ``stopped`` (Ctrl-C; resumable)."""
 
     session_id: str
     outcome: str
@@ -96,7 +97,7 @@ class RalphResult:
 
     @property
     def exit_code(self) -> int:
-        return {"completed": 0, "limit": 3, "stopped": 130}.get(self.outcome, 1)
+        return {"completed": 0, "limit": 3, "paused": 4, "stopped": 130}.get(self.outcome, 1)
 
 
 def subagent_machines(root: Path, config: RalphConfig,
@@ -124,7 +125,8 @@ class RalphRun:
 
     def __init__(self, root: Path, session_id: str, config: RalphConfig, *,
                  store_url: str | None = None, agents: WrapAgents | None = None,
-                 on_note: Notify | None = None, on_review: Review | None = None) -> None:
+                 on_note: Notify | None = None, on_review: Review | None = None,
+                 wait: bool = False) -> None:
         self.root = root
         self.folder = RalphFolder(root, session_id)
         self.config = config
@@ -132,6 +134,8 @@ class RalphRun:
         self.wrap_agents = agents
         self.note = on_note or (lambda _text: None)
         self.review = on_review
+        self.wait = wait  # a session paused by a failed agent waits (else the run ends)
+        self.failed: str | None = None  # why a failed agent paused it (the run ended)
         self._reviewing: asyncio.Task[bool] | None = None
         self.owner = default_owner("ralph")
         self.limit: str | None = None
@@ -227,6 +231,9 @@ class RalphRun:
                                         ended_at=meta.get("completed_at") or now_iso())
             return RalphResult(self.folder.id, outcome)
         ended = now_iso()
+        if self.failed is not None:
+            self.folder.update_metadata(stop_reason=self.failed, ended_at=ended)
+            return RalphResult(self.folder.id, "paused", self.failed)
         if self.limit is not None:
             self.folder.update_metadata(stop=self.stop_info, stop_reason=self.limit,
                                         ended_at=ended)
@@ -248,8 +255,11 @@ class RalphRun:
                 await asyncio.to_thread(self.folder.update_metadata, state=state,
                                         iteration=ctx.get("iteration", 1))
             why = self.folder.metadata().get("paused_for") if state == "PAUSED" else None
-            self.note(f"{now_iso()} {state}" + (
-                f": {why}; go on with: interlock ralph resume {self.folder.id}" if why else ""))
+            self.note(f"{now_iso()} {state}" + (f": {why}" if why else ""))
+            if why and not self.wait:  # a failure to fix first: say so and end the run
+                self.failed = str(why)
+                stop.set()
+                return
         await self._corrections(runner, feed, stop)
         if self._ended:
             costs, self._ended = self._ended, []

@@ -26,6 +26,7 @@ import yaml
 
 from interlock.machines.bindings import Bindings, Call
 from interlock.machines.durations import format_duration
+from interlock.runtime.agents.base import TRANSIENT_REASONS
 from interlock.runtime.agents.prompts import render_prompt
 from interlock.runtime.agents.roles import classify_steer
 from interlock.runtime.interview.staged import staged_prompt, task_node
@@ -103,6 +104,12 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
         c.context["prompt"] = render_prompt(PROMPTS / f"{c.context['role']}.j2",
                                             context=dict(c.context), input=_prompt_input(c),
                                             signals=_signals(c.context))
+        # After a STEER stopped the call: what continues the agent's own conversation
+        # (the invoke's `continue:`, where its CLI can); the full prompt otherwise.
+        steers = c.context.get("steer_messages") or []
+        c.context["steer_prompt"] = render_prompt(
+            PROMPTS / "steer.j2", context=dict(c.context), input={"steer": steers[-1]},
+        ) if c.context.pop("continuing", False) and steers else ""
 
     def _prompt_input(c: Call) -> dict[str, Any]:
         ctx, where = c.context, folder(c)
@@ -153,13 +160,8 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
     def _failure(c: Call) -> str:
         data = dict(c.data or {})
         reason = data.get("reason")
-        result = dict(data.get("result") or {})
         if reason == "timeout":
             return f"timed out after {format_duration(float(c.context['invocation_timeout']))}"
-        if reason == "exit_nonzero":
-            tail = str(result.get("stderr") or "").strip().splitlines()
-            return (f"the agent exited with {result.get('exitCode')}"
-                    + (f": {tail[-1]}" if tail else ""))
         return str(data.get("message") or reason or "the agent call failed")
 
     def record_stopped_call(c: Call) -> None:
@@ -171,16 +173,22 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
             "attempt": int(ctx.get("attempts") or 0) + 1, "error": None})
 
     def transient_failure(c: Call) -> bool:
+        """A failure to try again: one the CLI called transient (rate limited, the API
+        unavailable), or one the retry policy's exit codes or patterns call so; never
+        one the user must fix (auth, a refused permission, an unknown model)."""
         data = dict(c.data or {})
-        if data.get("reason") not in ("exit_nonzero", "spawn_error", "invalid_answer"):
+        reason = data.get("reason")
+        tries = int(c.context.get("attempts") or 0) + 1
+        if tries >= config.retry.attempts:
+            return False
+        if reason in TRANSIENT_REASONS:
+            return True
+        if reason not in ("exit_nonzero", "spawn_error", "invalid_answer", "agent_error"):
             return False
         result = dict(data.get("result") or {})
         output = f"{result.get('stdout') or ''}\n{result.get('stderr') or ''}"
         exit_code = result.get("exitCode")
-        tries = int(c.context.get("attempts") or 0) + 1
-        return (tries < config.retry.attempts
-                and is_transient(exit_code if exit_code is not None else -1, output,
-                                 config.retry))
+        return is_transient(exit_code if exit_code is not None else -1, output, config.retry)
 
     def schedule_retry(c: Call) -> None:
         c.context["attempts"] = int(c.context.get("attempts") or 0) + 1
@@ -188,6 +196,7 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
 
     def record_call_failure(c: Call) -> None:
         c.context["error"] = _failure(c)
+        c.context["error_reason"] = (c.data or {}).get("reason")
 
     # -- signals ------------------------------------------------------------------------
 
@@ -201,6 +210,7 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
 
     def note_restart(c: Call) -> None:
         c.context["restarts"] = int(c.context.get("restarts") or 0) + 1
+        c.context["continuing"] = True
         c.context["attempts"] = 0
         if classify_steer(_message(c)) == "invalidated":
             c.context["steer_branch"] = "invalidated"

@@ -257,21 +257,31 @@ def test_a_session_recorded_in_two_runs_replays_in_two_runs(tmp_path: Path) -> N
 def test_a_cassette_that_does_not_match_pauses_the_session_saying_why(tmp_path: Path
                                                                      ) -> None:
     """A replay whose first prompt differs from the recorded one: the Planner cannot
-    start, the session pauses, and the run and `ralph status` say why."""
+    start, the session pauses, and the run ends (exit 4) saying why and what next;
+    ``--wait`` keeps it waiting instead; `ralph status` says why."""
     first, second = tmp_path / "first", tmp_path / "second"
     cassette = tmp_path / "session.jsonl"
     for root, request in ((first, "write it"), (second, "write something else")):
         root.mkdir()
         project(root, request=request)
     assert cli(first, "ralph", "run", "s", "--record", str(cassette)).returncode == 0
-    proc = start(second, "ralph", "run", "s", "--replay", str(cassette))
-    wait_until(lambda: state(second) == "PAUSED", proc=proc, what="the pause")
+    done = cli(second, "ralph", "run", "s", "--replay", str(cassette))
+    assert done.returncode == 4, done.stderr
+    assert "PAUSED: Ralph-Planner failed:" in done.stderr
+    assert "paused: Ralph-Planner failed:" in done.stderr.splitlines()[-1]
+    assert "then `interlock ralph run s`" in done.stderr
     shown = cli(second, "ralph", "status", "s").stdout
     assert "paused: Ralph-Planner failed:" in shown and "the prompt differs" in shown
+    proc = start(second, "ralph", "run", "s", "--replay", str(cassette), "--wait")
+
+    def paused_again() -> bool:
+        meta = yaml.safe_load((session(second) / "metadata.yaml").read_text())
+        return meta.get("ended_at") is None and bool(meta.get("paused_for"))
+
+    wait_until(paused_again, proc=proc, what="the pause, waiting")
     proc.send_signal(signals.SIGINT)
     code, err = finish(proc)
-    assert code == 130
-    assert "PAUSED: Ralph-Planner failed:" in err and "interlock ralph resume s" in err
+    assert code == 130 and "PAUSED: Ralph-Planner failed:" in err
 
 
 def test_gates_send_a_failing_task_back_then_fail_it(tmp_path: Path) -> None:
