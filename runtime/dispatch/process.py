@@ -90,8 +90,8 @@ class AgentProcess:
             if not _runnable(command[0], options):
                 raise SpawnError(f"command not found: {self.argv[0]!r}")
             command = [stdbuf, "-oL", "-eL", *command]
-        env = {**os.environ, **(options.env or {}), "PYTHONUNBUFFERED": "1",
-               DISPATCH_ID_VAR: dispatch_id}
+        env = {**os.environ, **working_folder(options.cwd), **(options.env or {}),
+               "PYTHONUNBUFFERED": "1", DISPATCH_ID_VAR: dispatch_id}
         pty_fds = os.openpty() if options.use_pty else None
         if pty_fds is not None:
             tty.setraw(pty_fds[1], termios.TCSANOW)  # no CRLF translation, no echo
@@ -245,6 +245,12 @@ def group_members(pgid: int) -> Iterator[int]:
             continue
         if fields[0] not in ("Z", "X") and fields[2] == str(pgid):
             yield int(name)
+
+
+def working_folder(cwd: Path | str | None) -> dict[str, str]:
+    """``PWD`` for a process started in ``cwd``: an inherited one names the parent's folder,
+    and some CLIs (opencode) trust ``$PWD`` over their real working folder."""
+    return {"PWD": str(Path(cwd).absolute())} if cwd is not None else {}
 
 
 def carries_dispatch_id(pid: int, dispatch_id: str) -> bool:

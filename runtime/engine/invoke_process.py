@@ -35,6 +35,7 @@ from interlock.runtime.dispatch.process import (
     SpawnError,
     carries_dispatch_id,
     group_members,
+    working_folder,
 )
 from interlock.runtime.host.procfs import start_ticks
 
@@ -127,8 +128,8 @@ class SpooledAgent(AgentProcess):
         spool.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         if prompt is not None:
             spool.stdin.write_text(prompt, encoding="utf-8")
-        environment = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1",
-                       DISPATCH_ID_VAR: dispatch_id}
+        environment = {**os.environ, **working_folder(cwd), **(env or {}),
+                       "PYTHONUNBUFFERED": "1", DISPATCH_ID_VAR: dispatch_id}
         with contextlib.ExitStack() as files:
             stdin: Any = (files.enter_context(spool.stdin.open("rb")) if prompt is not None
                           else subprocess.DEVNULL)

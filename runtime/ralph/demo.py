@@ -30,9 +30,14 @@ from interlock.runtime.signals.writer import post_signal
 from interlock.runtime.store import open_store
 
 PROJECT = """\
-# Demo agents (offline); the executor prints its answer a line every 120 ms.
+# Demo agents (offline), one per role; the executor prints its answer a line every 120 ms.
+# A real agent instead: planner: {cli: claude, model: sonnet} (docs/agents.md).
 agents:
+  planner: {cli: demo}
   executor: {cli: demo, delay: 120ms}
+  reviewer: {cli: demo}
+  questioner: {cli: demo}
+  librarian: {cli: demo}
 ralph:
   knowledge_approval_timeout: 30s
 """

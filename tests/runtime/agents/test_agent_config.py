@@ -100,6 +100,10 @@ def test_settings_of_another_cli_are_refused(tmp_path: Path) -> None:
     assert "role is only for cli: demo, not cli: claude" in message
     [message] = errors(tmp_path, "agents:\n  x: {cli: demo}\n")
     assert "cli: demo needs role" in message
+    [message] = errors(tmp_path, "agents:\n  r: {cli: claude, untrusted: refuse}\n")
+    assert "untrusted is only for cli: codex or gemini, not cli: claude" in message
+    [message] = errors(tmp_path, "agents:\n  r: {cli: codex, untrusted: never}\n")
+    assert "error A502: invalid value for agents.r.untrusted" in message
 
 
 def test_missing_cli_and_non_mappings(tmp_path: Path) -> None:
@@ -126,7 +130,13 @@ def test_default_agents_are_the_demo_roles() -> None:
     assert all(a.cli == "demo" and a.role == name for name, a in agents.items()
                if name in ROLES)
     assert agents["poller"].role == "questioner"  # the interview's poller, offline
-    configured = {"reviewer": AgentConfig(cli="claude")}
+    assert resolve_agent("planner", {}) == agents["planner"]  # no agents: section
+    configured = {"reviewer": AgentConfig(cli="claude"), "questioner": AgentConfig(cli="codex")}
     assert resolve_agent("reviewer", configured) is configured["reviewer"]
-    assert resolve_agent("planner", configured) == agents["planner"]
+    assert resolve_agent("planner", configured) is None  # never a demo in its place
     assert resolve_agent("nobody", configured) is None
+    assert resolve_agent("poller", configured) is configured["questioner"]
+    executor = resolve_agent("executor", {"executor": AgentConfig(cli="claude")})
+    assert executor is not None and executor.permissions == "edit"  # the role's default
+    assert resolve_agent("executor", {"executor": AgentConfig(
+        cli="claude", permissions="read-only")}).permissions == "read-only"  # type: ignore
