@@ -93,11 +93,12 @@ class SessionInfo:
     inbox: InboxCount | None = None  # inbox messages delivered to it (None: never any)
     parent: str | None = None  # the session that invoked this one (a child machine's)
     children: int = 0  # child machine sessions it invoked (in a listing)
+    failure: str | None = None  # its last invocation's failure, in the agent's own words
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id, "machine": self.machine, "spec": self.spec_path,
-            "parent": self.parent, "children": self.children,
+            "parent": self.parent, "children": self.children, "failure": self.failure,
             "status": self.status, "active": list(self.active), "seq": self.seq,
             "created_at": self.created_at, "updated_at": self.updated_at,
             "timers": [{"event": t.event, "state": t.state, "deadline": t.deadline}
@@ -548,7 +549,23 @@ async def status(session_id: str, *, store: str | None = None,
     with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
             translated():
         row = await asyncio.to_thread(opened.get, session_id)
-        return await asyncio.to_thread(_info, opened, row, time.time())
+        info = await asyncio.to_thread(_info, opened, row, time.time())
+        failure = await asyncio.to_thread(last_failure, opened, session_id)
+        return replace(info, failure=failure)
+
+
+def last_failure(store: Store, session_id: str) -> str | None:
+    """``error.invoke.<id> (reason): message`` of the session's last invocation that
+    failed, when its last invocation failed (the message is the CLI's own words where it
+    said what went wrong); None otherwise."""
+    for entry in reversed(store.journal(session_id)):
+        event = entry.event or ""
+        if event.startswith("done.invoke."):
+            return None
+        if event.startswith("error.invoke.") and isinstance(entry.data, Mapping):
+            reason = entry.data.get("reason") or "failed"
+            return f"{event} ({reason}): {entry.data.get('message') or reason}"
+    return None
 
 
 async def sessions(*, store: str | None = None, root: Path | str | None = None,

@@ -109,7 +109,10 @@ def _print_step(step: Any) -> None:
         return
     moved = (f"  \\[{escape(', '.join(step.before))}] -> \\[{escape(', '.join(step.after))}]"
              if step.before != step.after else "")
-    out.print(f"{step.kind:<6} {escape(step.event)}{moved}")
+    why = ""
+    if step.event.startswith("error.invoke.") and step.data.get("message"):
+        why = f" ({escape(str(step.data.get('reason')))}: {escape(str(step.data['message']))})"
+    out.print(f"{step.kind:<6} {escape(step.event)}{why}{moved}")
 
 
 def run_session(spec: str, session_id: str | None, store_url: str | None,
@@ -271,6 +274,8 @@ def _print_detail(info: runtime.SessionInfo, journal: list[Any]) -> None:
     for t in info.timers:
         print(f"timer: {t.event} in {t.state} at {when(t.deadline, time.time())}")
     print(f"queued events: {info.queued}")
+    if info.failure is not None:
+        print(f"failure: {info.failure}")
     if info.inbox is not None:
         print(f"inbox: {info.inbox.delivered} delivered, {info.inbox.pending} not yet taken")
     print("context: " + json.dumps(dict(info.context), sort_keys=True))
@@ -278,12 +283,28 @@ def _print_detail(info: runtime.SessionInfo, journal: list[Any]) -> None:
         _print_entry(asdict(entry), False)
 
 
+LONG_TEXT = 160  # characters of a journaled string shown in a log line (--json: all)
+
+
+def _shortened(value: Any) -> Any:
+    """``value`` with each long string cut to its start and length (an agent's stdout
+    would fill the screen; ``interlock log --json`` has it whole)."""
+    if isinstance(value, str) and len(value) > LONG_TEXT:
+        return f"{value[:LONG_TEXT]}… ({len(value)} chars)"
+    if isinstance(value, Mapping):
+        return {key: _shortened(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shortened(item) for item in value]
+    return value
+
+
 def _print_entry(entry: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(entry, sort_keys=True), flush=True)
         return
     event = f" {entry['event']}" if entry.get("event") else ""
-    data = f" {json.dumps(entry['data'])}" if entry.get("data") else ""
+    data = f" {json.dumps(_shortened(entry['data']), ensure_ascii=False)}" \
+        if entry.get("data") else ""
     moved = ""
     if entry.get("before") != entry.get("after"):
         moved = f"  [{', '.join(entry['before'])}] -> [{', '.join(entry['after'])}]"

@@ -111,6 +111,7 @@ class RalphStatus(_Model):
     elapsed: float | None = None  # seconds since the session started
     stop: StopInfo | None = None
     inbox: InboxLine | None = None  # None: no inbox message reached the session
+    paused_for: str | None = None  # why it pauses when an agent failed (the CLI's words)
 
     @property
     def finished(self) -> bool:
@@ -135,6 +136,8 @@ def _header(status: RalphStatus) -> Table:
     if status.inbox is not None:
         waiting = f", {status.inbox.pending} not yet taken" if status.inbox.pending else ""
         grid.add_row("inbox", Text(f"{status.inbox.delivered} delivered{waiting}"))
+    if status.paused_for:
+        grid.add_row("paused", Text(status.paused_for, style="bold yellow"))
     if status.stop is not None:
         grid.add_row("stopped", Text(f"{status.stop.reason}: {status.stop.detail}".rstrip(": "),
                                      style="bold magenta"))

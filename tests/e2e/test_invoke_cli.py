@@ -9,6 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from support.cli import Cli
 from support.paths import TESTS
 
@@ -74,3 +76,40 @@ def test_run_drives_a_child_machine_and_rm_removes_it_with_its_parent(
     assert [(s["id"], s["parent"]) for s in every] == [("p", None), ("p.0001-step", "p")]
     assert cli("rm", "p", cwd=tmp_path).returncode == 0
     assert cli("status", "p.0001-step", cwd=tmp_path).returncode != 0  # removed with it
+
+
+ASK = """\
+machine: ask
+initial: asking
+states:
+  asking:
+    invoke: {id: ask, agent: helper, prompt: "Say hello"}
+    on:
+      done.invoke.ask: done
+      error.invoke.ask: failed
+  done: {type: final}
+  failed: {type: final}
+"""
+
+
+@pytest.mark.real_cli
+def test_a_real_clis_own_words_reach_run_status_and_log(cli: Cli, tmp_path: Path) -> None:
+    """The real claude, logged out (an empty home, no key): `interlock run`'s line and
+    `interlock status` say what claude said, with the reason."""
+    from support.real_clis import cli_path, require_cli
+
+    require_cli("claude")
+    (tmp_path / "ask.yaml").write_text(ASK)
+    env = {"HOME": str(tmp_path / "home"), "PATH": cli_path(),
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    (tmp_path / "interlock.yaml").write_text(
+        f"agents:\n  helper: {{cli: claude, env: {json.dumps(env)}}}\n")
+    run = cli("run", "ask.yaml", "--session", "p1", "--no-signals", cwd=tmp_path, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    said = "(auth: claude: Not logged in · Please run /login)"
+    assert f"error.invoke.ask {said}" in run.stdout
+    status = cli("status", "p1", cwd=tmp_path)
+    assert "failure: error.invoke.ask (auth): claude: Not logged in · Please run /login" \
+        in status.stdout
+    log = cli("log", "p1", cwd=tmp_path).stdout
+    assert max(len(line) for line in log.splitlines()) < 2000  # the stdout is cut short
