@@ -45,14 +45,15 @@ class MachineState:
 
 
 class DurableInstance(MachineInstance, Protocol):
-    """An instance that can be saved and told which timed states it entered or left."""
+    """An instance that can be saved and told which timed or invoking states it entered
+    or left."""
 
     def save(self) -> MachineState:
         """The configuration and history memory, by spec state ids."""
 
     def take_timer_changes(self) -> list[tuple[bool, str]]:
-        """Entries (True) and exits (False) of states with ``after`` transitions since
-        the last call, in the order they happened; clears the log."""
+        """Entries (True) and exits (False) of states with ``after`` transitions or an
+        ``invoke`` since the last call, in the order they happened; clears the log."""
 
 
 @dataclass(frozen=True)

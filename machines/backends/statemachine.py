@@ -123,7 +123,7 @@ class SpecEvent(Event):
 
 class _Model:
     """The StateChart's model: where the configuration is stored, next to the context
-    and the log of timed states entered and left."""
+    and the log of timed and invoking states entered and left."""
 
     __slots__ = ("context", "state", "timer_log")
     state: Any  # the raw configuration, written by python-statemachine
@@ -134,7 +134,8 @@ class _Model:
 
 
 class _TimerTrack:
-    """Entry/exit callback of a state with ``after`` transitions: logs it for the runtime."""
+    """Entry/exit callback of a state with ``after`` transitions or an invoke: logs it for
+    the runtime."""
 
     __slots__ = ("_entered", "_state")
 
@@ -291,16 +292,19 @@ class _Builder:
         )
         return built._set_id(native_id)
 
-    def _timed(self, state: StateIR) -> bool:
-        return any(t.kind is TransitionKind.AFTER for t in state.transitions)
+    def _tracked(self, state: StateIR) -> bool:
+        """A state whose entries and exits the runtime hears of: it arms timers (``after``)
+        or starts an invoke, each entry anew (a re-entry in one step included)."""
+        return state.invoke is not None or any(
+            t.kind is TransitionKind.AFTER for t in state.transitions)
 
     def _enter(self, state: StateIR) -> list[Any]:
         runs = _runs(self.bindings, entry_sites(state))
-        return [_TimerTrack(state.id, True).run, *runs] if self._timed(state) else runs
+        return [_TimerTrack(state.id, True).run, *runs] if self._tracked(state) else runs
 
     def _exit(self, state: StateIR) -> list[Any]:
         runs = _runs(self.bindings, exit_sites(state))
-        return [*runs, _TimerTrack(state.id, False).run] if self._timed(state) else runs
+        return [*runs, _TimerTrack(state.id, False).run] if self._tracked(state) else runs
 
     def event(self, name: str) -> Event:
         if name not in self.events:

@@ -31,7 +31,7 @@ import dataclasses
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,15 +176,20 @@ class Invoker:
 
     # -- reconciling ------------------------------------------------------------------
 
-    def reconcile(self, active: Sequence[str], context: Mapping[str, Any]) -> list[InvokeNote]:
-        """Cancel the invocations of states left, then start those of states entered."""
+    def reconcile(self, active: Sequence[str], context: Mapping[str, Any], *,
+                  entered: Collection[str] | None = None) -> list[InvokeNote]:
+        """Cancel the invocations of states left, then start those of states entered.
+        ``entered``: invoking states the step entered; one active before and after was
+        left and entered again, so its invocation starts anew (SCXML: exit cancels,
+        entry starts)."""
         wanted = {inv.id: inv for sid in active
                   if (inv := self.ir.states[sid].invoke) is not None}
+        again = {inv.id for sid in entered or () if (inv := self.ir.states[sid].invoke)}
         notes: list[InvokeNote] = []
         with self._lock:
             if self._closed:
                 return []
-            for invoke_id in [i for i in self._flights if i not in wanted]:
+            for invoke_id in [i for i in self._flights if i not in wanted or i in again]:
                 notes += self._cancel(self._flights.pop(invoke_id), "cancelled",
                                       deferred=True)
             for invoke_id, invoke in wanted.items():

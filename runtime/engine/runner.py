@@ -662,12 +662,14 @@ class Runner:
         self._journal(self.invoker.recover(active, context) if resumed
                       else self.invoker.reconcile(active, context))
 
-    def _reconcile(self) -> None:
+    def _reconcile(self, entered: set[str] | None = None) -> None:
         """After a committed step: cancel the invokes of states left, start those of
-        states entered."""
+        states entered (``entered``: the invoking states entered, so one left and entered
+        again in the step restarts its invoke)."""
         invoker = self.invoker
         if invoker is not None and self.outcome is None:
-            self._journal(invoker.reconcile(self.session.active, self.session.context))
+            self._journal(invoker.reconcile(self.session.active, self.session.context,
+                                            entered=entered))
 
     def _stop_invoker(self, kind: str) -> None:
         """Stop every invoked agent (journaled ``kind`` with the next commit); nothing
@@ -729,8 +731,9 @@ class Runner:
                 self._polled_in = None
             self.active = self.session.active
             self._committed = (self.active, copy.deepcopy(self.session.context))
-        if any(step.before != step.after for step in steps):
-            self._reconcile()  # outside the commit lock: it may journal (commit) itself
+        entered = {sid for step in steps for sid in step.entered}
+        if entered or any(step.before != step.after for step in steps):
+            self._reconcile(entered)  # outside the commit lock: it may journal (commit)
 
     def _gone(self) -> SessionGone:
         return SessionGone(f"session {self.session_id!r} was removed while this runner "

@@ -47,6 +47,7 @@ class Step:
     armed: tuple[Timer, ...] = field(default=())
     cancelled: tuple[str, ...] = field(default=())
     note: str | None = None
+    entered: tuple[str, ...] = field(default=())  # invoking states entered (re-entered too)
 
     @property
     def accepted(self) -> bool:
@@ -61,6 +62,7 @@ class Session:
         self.instance = instance
         self.clock = clock
         self._timers: dict[str, Timer] = dict(timers or {})
+        self.entered_invokes: tuple[str, ...] = ()  # invoking states the last step entered
         self._order = {sid: i for i, sid in enumerate(self.ir.states)}
         self._after: dict[str, list[TransitionIR]] = {}
         for t in self.ir.transitions():
@@ -210,7 +212,8 @@ class Session:
                         note="no active state accepts it" + (
                             f"; the invocation failed: {failure}" if failure else ""))
         armed, cancelled = self._guarded(event, lambda: self.instance.send(event, **payload))
-        return Step("event", event, payload, before, self.active, now, armed, cancelled)
+        return Step("event", event, payload, before, self.active, now, armed, cancelled,
+                    entered=self.entered_invokes)
 
     def due(self) -> Timer | None:
         """The soonest timer due by now, if any (none once the session is final)."""
@@ -233,7 +236,8 @@ class Session:
             self.instance.send(timer.event)
 
         armed, cancelled = self._guarded(timer.event, fire)
-        return Step("timer", timer.event, {}, before, self.active, now, armed, cancelled)
+        return Step("timer", timer.event, {}, before, self.active, now, armed, cancelled,
+                    entered=self.entered_invokes)
 
     def fire_due(self) -> list[Step]:
         """Send every timer event due by now, soonest first (each armed timer once)."""
@@ -301,9 +305,15 @@ class Session:
             ) from None
 
     def _apply_timer_changes(self) -> tuple[tuple[Timer, ...], tuple[str, ...]]:
+        """Arm the timers of the states entered, cancel those of the states left, and note
+        the invoking states entered (:attr:`entered_invokes`)."""
         armed: list[Timer] = []
         cancelled: list[str] = []
-        for entered, state in self.instance.take_timer_changes():
+        changes = self.instance.take_timer_changes()
+        self.entered_invokes = tuple(dict.fromkeys(
+            state for entered, state in changes
+            if entered and self.ir.states[state].invoke is not None))
+        for entered, state in changes:
             events = dict.fromkeys(t.event for t in self._after.get(state, ()) if t.event)
             if entered:
                 now = self.clock.now()

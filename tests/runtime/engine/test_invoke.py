@@ -345,3 +345,40 @@ def test_a_runner_that_lost_its_lease_leaves_the_agent_to_its_successor(
     assert group_gone(record.pid)
     assert len(pids(started)) == 1  # adopted, never started twice
     assert store.invocations("s1")[0].outcome == "interrupted"  # by the second runner
+
+
+def test_an_invoking_state_left_and_entered_in_one_step_invokes_anew(
+        store: SqliteStore, tmp_path: Path) -> None:
+    """SCXML: leaving a state cancels its invoke, entering it starts one. An `always`
+    back into the invoking state (a loop) is both in one step: three calls, not one."""
+    spec = f"""
+machine: loop
+context:
+  done: {{type: int, default: 0}}
+initial: asking
+states:
+  asking:
+    invoke: {{id: ask, command: {json.dumps(agent_argv())}, timeout: 30s}}
+    on:
+      done.invoke.ask: {{target: counted, actions: [count]}}
+  counted:
+    always:
+      - {{guard: more, target: asking}}
+      - {{target: finished}}
+  finished: {{type: final}}
+"""
+
+    def count(call: Call) -> None:
+        call.context["done"] += 1
+
+    runner, _ = Runner.open(store, spec, str(tmp_path / "loop.yaml"), session_id="s1",
+                            bindings={"count": count,
+                                      "more": lambda call: call.context["done"] < 3},
+                            folder=tmp_path / "session")
+    try:
+        run_until(runner, lambda: runner.session.is_final)
+    finally:
+        runner.close()
+    assert runner.session.context["done"] == 3
+    records = store.invocations("s1")
+    assert len(records) == 3 and {r.outcome for r in records} == {"done"}
