@@ -26,6 +26,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "errors": ("InterlockError", "UsageError", "NotFound", "Conflict", "StepFailed"),
     "specs": ("validate", "Validation", "draw", "draw_session", "draw_all", "spec_schema",
               "builtin_specs", "resolve_spec"),
+    "agents": ("agents_check", "AgentCheck", "Finding"),
     "dispatching": ("dispatch_agents", "dispatch_config", "AgentCommand", "DispatchResult",
                     "PollingConfiguration", "SpawnOptions", "ConfigError", "FlagError",
                     "parse_dispatch_config"),
@@ -49,6 +50,9 @@ _EXPORTS["sync"] = ""
 
 if TYPE_CHECKING:
     from interlock.runtime.api import sync as sync
+    from interlock.runtime.api.agents import AgentCheck as AgentCheck
+    from interlock.runtime.api.agents import Finding as Finding
+    from interlock.runtime.api.agents import agents_check as agents_check
     from interlock.runtime.api.demo import DemoAnswerFormat as DemoAnswerFormat
     from interlock.runtime.api.demo import DemoVerdict as DemoVerdict
     from interlock.runtime.api.demo import run_demo as run_demo

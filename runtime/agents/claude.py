@@ -32,12 +32,13 @@ from interlock.runtime.agents.base import (
     AgentOutput,
     Completion,
     FailureReason,
+    Permissions,
     Usage,
 )
 from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import add, amount, count, json_events, mapping
 
-PERMISSION_FLAGS: dict[str, tuple[str, ...]] = {
+PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--permission-mode", "default"),
     "edit": ("--permission-mode", "acceptEdits"),
     "full": ("--permission-mode", "acceptEdits", "--allowedTools", "Bash"),

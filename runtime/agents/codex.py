@@ -1,11 +1,13 @@
 """The ``codex`` adapter (OpenAI Codex CLI, ``codex exec --json``).
 
-Launch: ``codex exec --json --skip-git-repo-check --disable unbounded_connection_retries
---sandbox MODE [--model M] [--profile P] ARGS -`` with the prompt on stdin (``-`` as the prompt makes ``codex exec`` read it from
-stdin, so no prompt text is ever in argv). ``--skip-git-repo-check`` lets it run in a
-folder that is neither a git repository nor trusted in its config (it exits 1 otherwise:
-"Not inside a trusted directory and --skip-git-repo-check was not specified."). Codex has
-no agent flag; ``agent:`` names a Codex profile (``--profile NAME`` layers
+Launch: ``codex exec --json [--skip-git-repo-check] --disable unbounded_connection_retries
+--sandbox MODE [--model M] [--profile P] ARGS -`` with the prompt on stdin (``-`` as the
+prompt makes ``codex exec`` read it from stdin, so no prompt text is ever in argv).
+``--skip-git-repo-check`` (``untrusted: allow``, the default) lets it run in a folder
+outside a git repository; with ``untrusted: refuse`` it exits 1 there ("Not inside a
+trusted directory and --skip-git-repo-check was not specified."; codex 0.171's exec checks
+only for a git work tree: a project's ``trust_level`` in config.toml does not count).
+Codex has no agent flag; ``agent:`` names a Codex profile (``--profile NAME`` layers
 ``$CODEX_HOME/NAME.config.toml`` over the user's config; an unknown name is silently
 ignored by codex 0.171). ``--disable unbounded_connection_retries``: an endpoint codex
 cannot reach fails the call (``unavailable``) after codex's bounded retries instead of
@@ -65,8 +67,10 @@ from interlock.runtime.agents.base import (
 from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import add, count, json_events, mapping
 
-SANDBOXES: dict[Permissions, str] = {"read-only": "read-only", "edit": "workspace-write",
-                                     "full": "danger-full-access"}
+PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
+    "read-only": ("--sandbox", "read-only"), "edit": ("--sandbox", "workspace-write"),
+    "full": ("--sandbox", "danger-full-access")}
+UNTRUSTED_FLAG = "--skip-git-repo-check"  # run outside a git repository (untrusted: allow)
 RETRYING = "Reconnecting..."  # codex-rs/core: an error event while codex retries
 # codex's default log filter (errors only) plus the sandbox's violation records.
 RUST_LOG = "error,codex_sandboxing::violation=warn"
@@ -116,9 +120,9 @@ class CodexAdapter:
                                            ("resume", session, "-")))
 
     def _head(self, config: AgentConfig) -> tuple[str, ...]:
-        head = ["codex", "exec", "--json", "--skip-git-repo-check",
-                "--disable", "unbounded_connection_retries",
-                "--sandbox", SANDBOXES[config.allowed]]
+        head = ["codex", "exec", "--json",
+                *((UNTRUSTED_FLAG,) if config.untrusted == "allow" else ()),
+                "--disable", "unbounded_connection_retries", *PERMISSION_FLAGS[config.allowed]]
         if config.model:
             head += ["--model", config.model]
         if config.agent:

@@ -1,8 +1,9 @@
 """Agent configuration: the ``agents:`` key of ``interlock.yaml``, one AgentConfig per name.
 
 Seed 001's SubAgentCommand fields (``cli``, ``model``, ``agent``, ``outputFormat``; the
-prompt comes from the invoking state) plus ``args``, ``env``, ``cwd``, ``timeout``, the argv
-of ``cli: command`` and the ``role``/``delay``/``script`` of the offline ``cli: demo`` agents::
+prompt comes from the invoking state) plus ``args``, ``env``, ``cwd``, ``timeout``,
+``permissions``, ``untrusted`` (codex, gemini), the argv of ``cli: command`` and the
+``role``/``delay``/``script`` of the offline ``cli: demo`` agents::
 
     agents:
       reviewer: {cli: claude, model: sonnet, agent: code-reviewer}
@@ -45,6 +46,10 @@ Role = Literal["planner", "executor", "reviewer", "questioner", "librarian"]
 # the review interview (specs/poller_interview.yaml, seed 000) asks as the questioner.
 DEMO_STAND_INS: dict[str, Role] = {"poller": "questioner"}
 OutputFormat = Literal["yaml", "json", "text"]
+# What a CLI that checks its working folder (codex: a git repository; gemini: a folder
+# trusted in ~/.gemini/trustedFolders.json) does in one it does not trust: ``allow`` runs
+# anyway (the CLI's own skip flag), ``refuse`` leaves the CLI's check on.
+Untrusted = Literal["allow", "refuse"]
 
 # Diagnostic codes of the agents: section (printed like the spec codes of machines/).
 CODE_UNKNOWN_KEY = "A501"
@@ -70,9 +75,10 @@ class AgentConfigError(SpecError):
 Text = Annotated[str, Field(strict=True, min_length=1)]
 Argv = tuple[Annotated[str, Field(strict=True)], ...]
 
-_CLI_ONLY: dict[str, tuple[str, ...]] = {
-    "command": ("command",),
-    "demo": ("role", "delay", "script"),
+# The settings only some CLIs use, and those CLIs.
+_ONLY_FOR: dict[str, tuple[str, ...]] = {
+    "command": ("command",), "role": ("demo",), "delay": ("demo",), "script": ("demo",),
+    "untrusted": ("codex", "gemini"),
 }
 
 
@@ -91,6 +97,7 @@ class AgentConfig(BaseModel):
     cwd: Text | None = None
     timeout: Duration | None = None
     permissions: Permissions | None = None
+    untrusted: Untrusted = "allow"
     command: Argv | None = None
     role: Role | None = None
     delay: Duration = 0.0
@@ -104,13 +111,10 @@ class AgentConfig(BaseModel):
         if self.cli == "demo" and self.role is None:
             raise PydanticCustomError(
                 _MISSING, "cli: demo needs role: one of " + ", ".join(ROLES))
-        for cli, keys in _CLI_ONLY.items():
-            if self.cli == cli:
-                continue
-            for key in keys:
-                if key in self.model_fields_set:
-                    raise PydanticCustomError(
-                        _MISSING, f"{key} is only for cli: {cli}, not cli: {self.cli}")
+        for key, clis in _ONLY_FOR.items():
+            if key in self.model_fields_set and self.cli not in clis:
+                raise PydanticCustomError(
+                    _MISSING, f"{key} is only for cli: {' or '.join(clis)}, not cli: {self.cli}")
         return self
 
     @property

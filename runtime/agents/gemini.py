@@ -1,12 +1,13 @@
 """The ``gemini`` adapter (Gemini CLI headless mode, ``--output-format stream-json``).
 
-Launch: ``gemini --output-format stream-json --skip-trust --approval-mode MODE [--model M]
+Launch: ``gemini --output-format stream-json [--skip-trust] --approval-mode MODE [--model M]
 ARGS`` with the prompt on stdin. Headless mode runs whenever stdin is not a terminal
 (``packages/core/src/utils/headless.ts``) and then reads the prompt from stdin, up to
 8 MB (``packages/cli/src/utils/readStdin.ts``), so the prompt is never in argv.
-``--skip-trust`` trusts the working folder for this run: headless Gemini CLI otherwise
-exits 55 in a folder it was never told to trust (``packages/cli/src/utils/
-userStartupWarnings.ts``). Gemini CLI has no agent flag; ``agent:`` is not used.
+``--skip-trust`` (``untrusted: allow``, the default) trusts the working folder for this
+run: headless Gemini CLI otherwise exits 55 in a folder ``~/.gemini/trustedFolders.json``
+does not trust (``packages/cli/src/utils/userStartupWarnings.ts``), which
+``untrusted: refuse`` keeps. Gemini CLI has no agent flag; ``agent:`` is not used.
 
 Permissions map to the approval mode. Headless, every tool call the policy engine would
 ask about is denied and the tool is not even offered to the model
@@ -57,8 +58,10 @@ from interlock.runtime.agents.base import (
 from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import add, count, json_document, json_events, mapping
 
-APPROVAL_MODES: dict[Permissions, str] = {"read-only": "default", "edit": "auto_edit",
-                                          "full": "yolo"}
+PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
+    "read-only": ("--approval-mode", "default"), "edit": ("--approval-mode", "auto_edit"),
+    "full": ("--approval-mode", "yolo")}
+UNTRUSTED_FLAG = "--skip-trust"  # run in a folder gemini does not trust (untrusted: allow)
 # Tool error types (packages/core/src/tools/tool-error.ts) that mean the CLI refused the
 # call rather than the call failing.
 DENIAL_TYPES = frozenset({"tool_not_registered", "policy_violation", "path_not_in_workspace"})
@@ -98,8 +101,9 @@ class GeminiAdapter:
         return config.launch_with((*self._head(config), "--resume", session), prompt)
 
     def _head(self, config: AgentConfig) -> tuple[str, ...]:
-        head = ["gemini", "--output-format", "stream-json", "--skip-trust",
-                "--approval-mode", APPROVAL_MODES[config.allowed]]
+        head = ["gemini", "--output-format", "stream-json",
+                *((UNTRUSTED_FLAG,) if config.untrusted == "allow" else ()),
+                *PERMISSION_FLAGS[config.allowed]]
         if config.model:
             head += ["--model", config.model]
         return tuple(head)

@@ -372,6 +372,10 @@ def signal_(
                                  create=create, store_url=store))
 
 
+from interlock.runtime.cli.agents import agents_app  # noqa: E402
+
+app.add_typer(agents_app, name="agents")
+
 from interlock.runtime.cli.ralph import ralph_app  # noqa: E402
 
 app.add_typer(ralph_app, name="ralph")

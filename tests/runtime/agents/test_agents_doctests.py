@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["config", "events", "prompts", "roles"]
+MODULES = ["config", "events", "preflight", "prompts", "roles"]
 
 
 @pytest.mark.parametrize("name", MODULES)

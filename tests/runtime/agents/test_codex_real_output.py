@@ -142,6 +142,17 @@ def test_the_launch_and_the_resume_read_the_prompt_from_stdin() -> None:
     assert resumed.argv[-4:] == ("--x", "resume", "01a21bef-382f", "-")
 
 
+def test_untrusted_refuse_leaves_codexs_git_check_on() -> None:
+    for untrusted in ("allow", "refuse"):
+        config = _config(untrusted=untrusted, permissions="edit")
+        launched = adapter.launch(config, "p").argv
+        resumed = adapter.resume(config, "s1", "p")
+        assert resumed is not None
+        for argv in (launched, resumed.argv):
+            assert ("--skip-git-repo-check" in argv) == (untrusted == "allow")
+            assert argv[argv.index("--sandbox") + 1] == "workspace-write"
+
+
 def test_the_agents_own_rust_log_wins() -> None:
     launch = adapter.launch(_config(env={"RUST_LOG": "debug"}), "p")
     assert launch.env["RUST_LOG"] == "debug"

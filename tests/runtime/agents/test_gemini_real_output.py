@@ -135,3 +135,13 @@ def test_launch_maps_permissions_and_keeps_the_prompt_out_of_argv(permissions: s
     assert launch.argv == ("gemini", "--output-format", "stream-json", "--skip-trust",
                            "--approval-mode", mode, "--model", "gemini-2.5-pro", "--debug")
     assert launch.stdin == "-p --help"
+
+
+def test_untrusted_refuse_leaves_geminis_folder_trust_on() -> None:
+    config = AgentConfig.model_validate({"cli": "gemini", "untrusted": "refuse"})
+    resumed = ADAPTER.resume(config, "s1", "p")
+    assert ADAPTER.launch(config, "p").argv == ("gemini", "--output-format", "stream-json",
+                                                "--approval-mode", "default")
+    assert resumed is not None and "--skip-trust" not in resumed.argv
+    allowed = ADAPTER.resume(config.model_copy(update={"untrusted": "allow"}), "s1", "p")
+    assert allowed is not None and "--skip-trust" in allowed.argv
