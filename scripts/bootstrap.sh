@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# System tools the tests use for real: Graphviz `dot` (SVG/PNG diagrams) and a Node-based
-# Mermaid parser. Installs what is missing when it can (root + apt, npm); says what is
-# missing when it cannot. --quiet: only what the demo needs, no output unless something fails.
+# System tools the tests use for real: Graphviz `dot` (SVG/PNG diagrams), Node.js and npm,
+# a Node-based Mermaid parser, and the real agent CLIs (claude, codex, gemini, opencode;
+# pinned in tests/tools/agent-clis). Installs what is missing when it can (root + apt,
+# npm); says what is missing when it cannot. --quiet: only what the demo needs, no output
+# unless something fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quiet=false; [ "${1:-}" = "--quiet" ] && quiet=true
@@ -18,9 +20,17 @@ fi
 
 $quiet && exit 0
 
-if [ -x tests/tools/install_mermaid_check.sh ] || [ -f tests/tools/install_mermaid_check.sh ]; then
-  if command -v npm >/dev/null 2>&1; then
-    bash tests/tools/install_mermaid_check.sh || echo "bootstrap: Mermaid parser not installed; its test will be skipped" >&2
+if ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing nodejs and npm"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm) >/dev/null
+  else
+    echo "bootstrap: npm is missing; install Node.js >= 20 and npm for the real-CLI tests" >&2
   fi
+fi
+
+if command -v npm >/dev/null 2>&1; then
+  bash tests/tools/install_mermaid_check.sh || echo "bootstrap: Mermaid parser not installed; its test will be skipped" >&2
+  bash tests/tools/install_agent_clis.sh || echo "bootstrap: the agent CLIs are not installed; the real-CLI tests will be skipped (they fail in CI)" >&2
 fi
 say "ready"
