@@ -23,7 +23,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
                  "log", "follow", "SessionContext", "accepted_events", "resolve_bindings",
                  "check_session_id", "SessionInfo", "SessionStatus", "RunResult",
                  "SendReceipt", "TimerInfo", "RunnerInfo"),
-    "errors": ("InterlockError", "UsageError", "NotFound", "Conflict", "StepFailed"),
+    "errors": ("InterlockError", "UsageError", "NotFound", "Conflict", "StepFailed",
+               "AgentsNotReady"),
     "specs": ("validate", "Validation", "draw", "draw_session", "draw_all", "spec_schema",
               "builtin_specs", "resolve_spec"),
     "agents": ("agents_check", "AgentCheck", "Finding"),
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.dispatching import dispatch_agents as dispatch_agents
     from interlock.runtime.api.dispatching import dispatch_config as dispatch_config
     from interlock.runtime.api.dispatching import parse_dispatch_config as parse_dispatch_config
+    from interlock.runtime.api.errors import AgentsNotReady as AgentsNotReady
     from interlock.runtime.api.errors import Conflict as Conflict
     from interlock.runtime.api.errors import InterlockError as InterlockError
     from interlock.runtime.api.errors import NotFound as NotFound

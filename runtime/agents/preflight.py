@@ -281,7 +281,8 @@ def _claude_login(agent: _Agent) -> Finding:
     if not isinstance(status, dict):
         return Finding(True, f"credentials not checked (`claude auth status`: {_said(ran)})")
     if status.get("loggedIn") is not True:
-        return Finding(False, "not logged in", "run `claude` and /login, or set ANTHROPIC_API_KEY")
+        return Finding(False, "Not logged in · Please run /login",  # claude's own words
+                       "run `claude` and /login, or set ANTHROPIC_API_KEY")
     if status.get("apiKeySource"):
         return Finding(True, f"key: {status['apiKeySource']}")
     if status.get("apiProvider") not in (None, "firstParty"):

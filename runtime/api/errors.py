@@ -26,5 +26,12 @@ class Conflict(InterlockError):
     """The session is in a state that refuses the request (a live runner, finished, ...)."""
 
 
+class AgentsNotReady(InterlockError):
+    """An agent cannot run as configured (its CLI missing, logged out, a role without an
+    agent...): exit 4, fix what each line says first."""
+
+    exit_code = 4
+
+
 class StepFailed(InterlockError):
     """A session failed: an action or guard raised and no state handles error.execution."""

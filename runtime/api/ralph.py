@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from interlock.runtime.api.common import opened_store, root_of, translated
-from interlock.runtime.api.errors import Conflict, NotFound, UsageError
+from interlock.runtime.api.errors import AgentsNotReady, Conflict, NotFound, UsageError
 from interlock.runtime.host.project_file import PROJECT_FILE
 from interlock.runtime.ralph.config import (
     IDENTITIES,
@@ -113,6 +113,8 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
     meta = folder.metadata()
     if meta.get("status") in ("completed", "aborted"):
         return RalphResult(session_id, str(meta["status"]))
+    if replay is None:  # a replayed session calls no agent
+        await _check_roles(folder.root, on_note)
     if meta.get("paused_for") and meta.get("state") == "PAUSED":  # fixed since, or not
         with opened_store(store, folder.root) as opened, translated():
             opened.enqueue(session_id, "resume", {"message": None}, time.time())
@@ -120,6 +122,22 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
         return await RalphRun(folder.root, session_id, config, store_url=store,
                               agents=wrap, on_note=on_note, on_review=on_review,
                               wait=wait).run(stop)
+
+
+async def _check_roles(root: Path, on_note: Callable[[str], None] | None) -> None:
+    """``interlock agents check --ralph`` before the first call: each role's line goes to
+    ``on_note`` (which agent it uses); AgentsNotReady (exit 4) naming every problem."""
+    from interlock.runtime.api.agents import agents_check
+
+    checks = await asyncio.to_thread(agents_check, root=root, roles=True)
+    for check in checks:
+        if on_note is not None:
+            on_note(check.line())
+    problems = [check.line().lstrip("✗ ") for check in checks if not check.ok]
+    if problems:
+        more = f" (and {len(problems) - 1} more role(s))" if len(problems) > 1 else ""
+        raise AgentsNotReady(f"{problems[0]}{more}: fix it, then run again "
+                             "(`interlock agents check --ralph` lists every role)")
 
 
 async def ralph_resume(session_id: str, *, message: str | None = None,

@@ -1,5 +1,6 @@
-"""Every Python block in the README and docs/python-api.md runs, top to bottom, in a fresh
-folder (one namespace per document, so later blocks use what earlier ones defined)."""
+"""Every Python block in the README, docs/python-api.md and docs/agents.md runs, top to
+bottom, in a fresh folder (one namespace per document, so later blocks use what earlier
+ones defined)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from support.paths import ROOT
 
-DOCS = ["README.md", "docs/python-api.md"]
+DOCS = ["README.md", "docs/python-api.md", "docs/agents.md"]
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.S | re.M)
 
 
@@ -24,6 +25,11 @@ def test_every_python_block_runs(doc: str, tmp_path: Path,
     blocks = python_blocks(doc)
     assert blocks, f"{doc} has no Python block"
     monkeypatch.chdir(tmp_path)
+    if doc == "docs/agents.md":  # its interlock.testing example runs the real claude
+        from support.real_clis import cli_path, require_cli
+
+        require_cli("claude")
+        monkeypatch.setenv("PATH", cli_path())
     namespace: dict[str, object] = {"__name__": f"doc_{Path(doc).stem}"}
     for number, block in enumerate(blocks, 1):
         code = compile(block, f"{doc} (python block {number})", "exec")

@@ -55,7 +55,7 @@ def test_every_role_on_the_real_claude_completes(tmp_path: Path, model: ModelSer
     done = cli(tmp_path, "ralph", "run", "s", timeout=120)
     assert done.returncode == 0, done.stderr
     for role in ROLES[:3]:
-        assert f"{role}: claude" in done.stderr or True  # TODO(preflight)
+        assert f"✓ {role}: claude 2.1.197" in done.stderr  # which agent each role uses
     assert progress(tmp_path).count("[x]") == 2
     assert sorted(p.name for p in tmp_path.glob("T*.md")) == ["T1.md", "T2.md"]
     writes = [r for r in model.requests if r.tool_results
@@ -80,6 +80,9 @@ def test_a_read_only_executor_fails_with_permission_denied(tmp_path: Path,
 
 
 def test_claude_logged_out_stops_the_run_in_its_own_words(tmp_path: Path) -> None:
+    """Caught before the first call (`interlock agents check --ralph`), in claude's own
+    words; the same words from the call itself when the check passed (a key set, no
+    server): the run ends with exit 4 either way."""
     require_cli("claude")
     home = tmp_path.parent / "empty-home"
     env = {"HOME": str(home), "PATH": cli_path(), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
@@ -89,8 +92,23 @@ def test_claude_logged_out_stops_the_run_in_its_own_words(tmp_path: Path) -> Non
     done = cli(tmp_path, "ralph", "run", "s", timeout=60)
     assert done.returncode == 4, done.stderr
     assert time.monotonic() - started < 15
-    assert "Not logged in · Please run /login" in done.stderr
-    assert "interlock ralph run s" in done.stderr.strip().splitlines()[-1]
+    assert "✗ planner: claude: Not logged in · Please run /login" in done.stderr
+    assert "no Ralph session" not in done.stderr and "Traceback" not in done.stderr
+    assert not (session(tmp_path) / "iterations/1/invocations").exists()  # nothing ran
+
+
+def test_a_call_that_cannot_reach_the_api_pauses_the_session(tmp_path: Path) -> None:
+    """Credentials pass the check, but the API cannot be reached (retried, transient):
+    after the retries the session pauses with claude's words and `ralph run` exits 4."""
+    require_cli("claude")
+    env = cli_env("claude", "http://127.0.0.1:9", tmp_path.parent / "home", path=cli_path())
+    lines = [f"{role}: {{cli: claude, env: {json.dumps(env)}}}" for role in ROLES]
+    project(tmp_path, "\n".join(lines), ralph="retry: {attempts: 2, base: 10ms, cap: 20ms}")
+    done = cli(tmp_path, "ralph", "run", "s", timeout=90)
+    assert done.returncode == 4, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "Ralph-Planner failed: claude: API Error: Unable to connect to API" in last
+    assert "then `interlock ralph run s`" in last
 
 
 def test_a_steer_continues_the_running_executors_conversation(tmp_path: Path) -> None:
