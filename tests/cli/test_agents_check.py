@@ -69,7 +69,7 @@ agents:
         "interlock.yaml",
         "✗ executor: claude: claude not found on PATH — install it: npm install -g "
         "@anthropic-ai/claude-code",
-        "✗ reviewer: claude: not logged in — run `claude` and /login, or set "
+        "✗ reviewer: claude: Not logged in · Please run /login — run `claude` and /login, or set "
         "ANTHROPIC_API_KEY",
         "✗ questioner: no agent — add `questioner: {cli: demo}` or a real agent under "
         "agents: in interlock.yaml",

@@ -1,8 +1,8 @@
 """The agent adapter contract, run against every adapter with a real process.
 
-The real ``claude``, ``codex``, ``opencode`` and ``gemini`` CLIs need the network and an
-account and cannot run here: these tests put the FAKE executables of
-``tests/support/fake_clis/`` (named exactly like the CLIs) first on PATH. Each fake checks
+The fast suite: the FAKE executables of ``tests/support/fake_clis/`` (named exactly like
+the CLIs) first on PATH, no node. The real CLIs run the same kind of cases against the
+scripted model server in ``test_real_cli_contract.py``. Each fake checks
 the flags the adapter passes and prints its CLI's documented output format (see the
 fakes' docstrings). ``command`` runs a small Python program and ``demo`` the offline role
 agent; both are real.

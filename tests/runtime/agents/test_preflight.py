@@ -66,7 +66,7 @@ def test_the_agents_own_path_finds_the_cli(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("cli", "problem"), [
-    ("claude", "✗ a: claude: not logged in — run `claude` and /login, or set "
+    ("claude", "✗ a: claude: Not logged in · Please run /login — run `claude` and /login, or set "
                "ANTHROPIC_API_KEY"),
     ("codex", "✗ a: codex: not logged in — run `codex login` (or `codex login "
               "--with-api-key`), or set CODEX_API_KEY"),

@@ -1,20 +1,16 @@
 """Shared parts of the fake agent CLIs in this folder (stdlib only).
 
-The real ``claude``, ``codex``, ``opencode`` and ``gemini`` CLIs need the network and an
-account, so they cannot run here. These fakes are executables with the same names that
-check the flags interlock passes and print what the real CLI documents for that mode
-(each fake's docstring names the format it follows). Their answer is a small YAML
+The real ``claude``, ``codex``, ``opencode`` and ``gemini`` CLIs run in the real-CLI
+suites against the scripted model server (interlock.testing); these fakes, executables
+with the same names, keep the fast adapter suite (test_adapter_contract.py) free of node:
+they check the flags interlock passes and print what the real CLI prints for that mode
+(each fake's docstring names the format; tests/support/captured/ has the real output). Their answer is a small YAML
 document computed from the prompt, so a test can tell the prompt arrived whole:
 
     verdict: accept
     cli: claude
     words: 7
     first: "Review the plan ..."
-
-A prompt that makes the fake a Ralph role (``You are Ralph-Executor ...``) gets that role's
-work instead, as the offline demo role does it (interlock's ``role_agent``; the fake must
-then run on a Python where interlock is installed: put its ``bin`` on PATH too), so a
-Ralph session runs the same with fake CLIs as with the demo agents.
 
 Environment: ``FAKE_CLI_ERROR=1`` makes a fake report an error the way its CLI does;
 ``FAKE_CLI_LOG=FILE`` makes it write its argv and stdin there as JSON.
@@ -24,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -33,26 +28,8 @@ USAGE = {"input_tokens": 1200, "output_tokens": 85}
 COST_USD = 0.0123
 
 
-_RALPH_ROLE = re.compile(r"^You are Ralph-(Planner|Executor|Reviewer|Questioner|Librarian)\b")
-
-
 def answer_text(cli: str, prompt: str) -> str:
-    """The YAML answer a fake gives for ``prompt``: for a prompt that makes it a Ralph role
-    (``You are Ralph-Executor ...``), the role's work, done like the offline demo role
-    does it (files written), when interlock is importable; else a small echo document."""
-    role = _RALPH_ROLE.match(prompt.strip())
-    if role is not None:
-        try:
-            from interlock.runtime.agents.role_agent import answer, carry_out
-        except ImportError:  # the fake runs on a Python without interlock
-            pass
-        else:
-            document, effects = answer(role.group(1).lower(), prompt)
-            if document.get("status", "done") == "done":
-                carry_out(effects)
-            import yaml
-
-            return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+    """The YAML answer a fake gives for ``prompt``: a small echo document."""
     first = prompt.strip().splitlines()[0] if prompt.strip() else ""
     return (f"verdict: accept\ncli: {cli}\nwords: {len(prompt.split())}\n"
             f"first: {json.dumps(first)}\n")
