@@ -63,12 +63,33 @@ class RealCli:
                                            "timeout": "60s", **settings, "env": env})
 
 
-@pytest.fixture(params=CLIS)
-def real_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RealCli]:
-    """Each real CLI in turn, with a fresh server (script it through ``server.script``)."""
+# gemini and opencode take seconds to start (about 2 s and 4 s a call here): their full
+# contract runs after `make test` in .ci/run (`-m slow_cli`); one case runs by default.
+SLOW = ("gemini", "opencode")
+
+
+def _params(every: bool) -> list[Any]:
+    return [pytest.param(cli, marks=() if every or cli not in SLOW else pytest.mark.slow_cli)
+            for cli in CLIS]
+
+
+def _real_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RealCli]:
     cli = str(request.param)
     require_cli(cli)
     workdir = tmp_path / "work"
     workdir.mkdir()
     with ModelServer() as server:
         yield RealCli(cli, server, tmp_path / "home", workdir)
+
+
+@pytest.fixture(params=_params(every=False))
+def real_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RealCli]:
+    """Each real CLI in turn, with a fresh server (script it through ``server.script``);
+    gemini and opencode marked ``slow_cli``."""
+    yield from _real_cli(request, tmp_path)
+
+
+@pytest.fixture(params=_params(every=True))
+def every_real_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RealCli]:
+    """Each real CLI in turn, none marked: the case every default run keeps."""
+    yield from _real_cli(request, tmp_path)

@@ -24,7 +24,7 @@ from interlock.runtime.agents.adapters import (
 )
 from interlock.runtime.agents.base import AgentOutput
 from interlock.runtime.agents.config import AgentConfig
-from interlock.runtime.dispatch import Dispatch, DispatchResult
+from interlock.runtime.dispatch import Dispatch, DispatchResult, with_overrides
 from interlock.runtime.dispatch.process import carries_dispatch_id
 from interlock.testing import cut, fail, say, write_file
 
@@ -35,9 +35,14 @@ pytestmark = pytest.mark.real_cli
 ANSWER = "verdict: accept\nsummary: looks fine\n"
 
 
-def run(config: AgentConfig, prompt: str) -> tuple[DispatchResult, AgentOutput, str]:
-    """Dispatch ``prompt`` to the agent; the result, the adapter's reading, the id."""
-    job = Dispatch(agent_command(config, prompt, name=config.cli), polling_for(config))
+def run(config: AgentConfig, prompt: str, *, timeout: float | None = None
+        ) -> tuple[DispatchResult, AgentOutput, str]:
+    """Dispatch ``prompt`` to the agent (``timeout``: seconds, as ``--timeout`` gives it);
+    the result, the adapter's reading, the dispatch id."""
+    polling = polling_for(config)
+    if timeout is not None:
+        polling = with_overrides(polling, timeout=timeout)
+    job = Dispatch(agent_command(config, prompt, name=config.cli), polling)
     result = asyncio.run(job.run())
     output = adapter_for(config).read(result.polling.stdout, result.polling.stderr)
     return result, output, job.dispatch_id
@@ -47,15 +52,16 @@ def leftovers(dispatch_id: str) -> list[int]:
     return [p.pid for p in psutil.process_iter() if carries_dispatch_id(p.pid, dispatch_id)]
 
 
-def test_an_answer_with_its_usage(real_cli: RealCli) -> None:
-    real_cli.server.script.add(say(ANSWER, input_tokens=321, output_tokens=45))
-    result, output, _ = run(real_cli.config(), "Review the parser.")
+def test_an_answer_with_its_usage(every_real_cli: RealCli) -> None:
+    cli = every_real_cli
+    cli.server.script.add(say(ANSWER, input_tokens=321, output_tokens=45))
+    result, output, _ = run(cli.config(), "Review the parser.")
     assert result.status == "completed", result.polling.stderr
     assert output.error is None and output.reason is None
     assert output.answer.strip() == ANSWER.strip()
     assert output.usage.input_tokens is not None and output.usage.input_tokens >= 321
     assert output.usage.output_tokens is not None and output.usage.output_tokens >= 45
-    assert "Review the parser." in real_cli.server.requests[0].user_text
+    assert "Review the parser." in cli.server.requests[0].user_text
 
 
 def test_a_tool_write_lands_in_the_workdir(real_cli: RealCli) -> None:
@@ -126,9 +132,9 @@ def test_a_stream_cut_mid_answer_fails_or_recovers(real_cli: RealCli) -> None:
 def test_the_invoke_timeout_ends_the_whole_group(real_cli: RealCli) -> None:
     real_cli.server.script.add(say(ANSWER, delay=60))
     started = time.monotonic()
-    result, _, dispatch_id = run(real_cli.config(timeout="10s"), "Hello.")
+    result, _, dispatch_id = run(real_cli.config(), "Hello.", timeout=3)
     assert result.status == "timeout"
-    assert time.monotonic() - started < 40
+    assert time.monotonic() - started < 30
     assert leftovers(dispatch_id) == []
 
 

@@ -4,8 +4,9 @@ The real ``claude``, ``codex``, ``opencode`` and ``gemini`` CLIs run in the real
 suites against the scripted model server (interlock.testing); these fakes, executables
 with the same names, keep the fast adapter suite (test_adapter_contract.py) free of node:
 they check the flags interlock passes and print what the real CLI prints for that mode
-(each fake's docstring names the format; tests/support/captured/ has the real output). Their answer is a small YAML
-document computed from the prompt, so a test can tell the prompt arrived whole:
+(each fake's docstring names the format; tests/support/captured/ has the real output).
+Their answer is a small YAML document computed from the prompt, so a test can tell the
+prompt arrived whole:
 
     verdict: accept
     cli: claude
