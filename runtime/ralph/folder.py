@@ -15,6 +15,7 @@ consistent.
 
 from __future__ import annotations
 
+import fcntl
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -152,15 +153,20 @@ class RalphFolder:
         return read_yaml(self.metadata_path)
 
     def update_metadata(self, **fields: Any) -> dict[str, Any]:
-        data = self.metadata()
-        for key, value in fields.items():
-            if key == "state":
-                data.setdefault("orchestrator", {})["state"] = value
-            elif value is None:
-                data.pop(key, None)
-            else:
-                data[key] = value
-        write_yaml(self.metadata_path, data)
+        """Set (None: remove) ``fields`` of metadata.yaml; one update at a time across
+        threads and processes (a lock file beside it), so none is lost."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with (self.path / ".metadata.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = self.metadata()
+            for key, value in fields.items():
+                if key == "state":
+                    data.setdefault("orchestrator", {})["state"] = value
+                elif value is None:
+                    data.pop(key, None)
+                else:
+                    data[key] = value
+            write_yaml(self.metadata_path, data)
         return data
 
     # -- iterations ---------------------------------------------------------------------

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,8 +62,9 @@ def _write_new(path: Path, data: bytes, flags: int, *, durable: bool) -> None:
 
 
 def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``path`` whole or not at all: a hidden temporary beside it, fsync, rename."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Write ``path`` whole or not at all: a hidden temporary beside it, fsync, rename. The
+    temporary's name is the writer's own (two threads of one process may write at once)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
     _write_new(tmp, data, os.O_TRUNC, durable=durable)
     tmp.replace(path)
     if durable:

@@ -142,11 +142,12 @@ def test_codex_as_the_executor(tmp_path: Path, model: ModelServer) -> None:
     home = tmp_path.parent / "homes"
     lines = [agent_line(role, "codex" if role == "executor" else "claude", model.url,
                         home / role) for role in ROLES]
-    project(tmp_path, "\n".join(lines))
+    project(tmp_path, "\n".join(lines), request="write the parser; write the report")
     done = cli(tmp_path, "ralph", "run", "s", timeout=180)
     assert done.returncode == 0, done.stderr
-    assert progress(tmp_path).count("[x]") == 3
-    assert sorted(p.name for p in tmp_path.glob("T*.md")) == ["T1.md", "T2.md", "T3.md"]
+    assert "✓ executor: codex 0.171.0" in done.stderr
+    assert progress(tmp_path).count("[x]") == 2
+    assert sorted(p.name for p in tmp_path.glob("T*.md")) == ["T1.md", "T2.md"]
     assert any(r.wire == "openai_responses" for r in model.requests)
     record = yaml.safe_load((session(tmp_path) / "metadata.yaml").read_text())
     assert record["status"] == "completed"

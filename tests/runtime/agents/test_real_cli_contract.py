@@ -170,15 +170,28 @@ def test_the_prompt_arrives_whole(real_cli: RealCli, prompt: str) -> None:
 
 
 def test_a_megabyte_prompt_arrives_whole_and_never_in_argv(real_cli: RealCli) -> None:
+    """Whole at the server, and in no process's argv (what `ps` shows) while the CLI
+    works: the CLIs' own child processes included."""
     line = "the quick brown fox jumps over the lazy dog, 0123456789\n"
     prompt = "BEGIN\n" + line * (1_048_576 // len(line)) + "END\n"
-    real_cli.server.script.add(say(ANSWER))
+    real_cli.server.script.add(say(ANSWER, delay=1.5))
     config = real_cli.config()
     launch = adapter_for(config).launch(config, prompt)
     assert all("quick brown fox" not in arg for arg in launch.argv)
-    result, _, _ = run(config, prompt)
+    job = Dispatch(agent_command(config, prompt, name=config.cli), polling_for(config))
+    shown: list[str] = []
+
+    async def run_and_look() -> DispatchResult:
+        task = asyncio.create_task(job.run())
+        await asyncio.to_thread(real_cli.server.wait_for, 1, 60)
+        for proc in psutil.process_iter(["cmdline"]):
+            shown.extend(proc.info["cmdline"] or ())
+        return await task
+
+    result = asyncio.run(run_and_look())
     assert result.status == "completed", result.polling.stderr[-2000:]
     assert prompt.strip() in real_cli.server.requests[0].user_text
+    assert shown and not [arg for arg in shown if "quick brown fox" in arg]
 
 
 def test_a_steer_continues_the_conversation(real_cli: RealCli) -> None:
