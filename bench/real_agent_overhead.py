@@ -6,7 +6,7 @@ what remains is the CLI's own start-up and interlock's work around it. Both run 
 after the other, in one run of this script, against one server:
 
 * interlock: ``interlock run`` of a spec whose state invokes ``agent: helper`` (claude,
-  ``interlock.yaml``) CALLS times in a loop (an ``always`` back to the invoking state),
+  ``interlock.yaml``) CALLS times (40) in a loop (an ``always`` back to the invoking state),
   every step journaled in SQLite, each call a process group spooled, read by the claude
   adapter, its usage summed;
 * baseline: a bash ``for`` loop running the same ``claude -p --output-format stream-json
@@ -17,7 +17,7 @@ after the other, in one run of this script, against one server:
 The two alternate ROUNDS times (the CLI's own time varies by tens of milliseconds a
 call); the median round's overhead is the result. It includes the interpreter's start-up,
 the store, the invoker and the adapter. Goal: <= 50 ms. Run: ``python
-bench/real_agent_overhead.py [--calls 20] [--rounds 3]`` (needs the CLIs: ``bash
+bench/real_agent_overhead.py [--calls 40] [--rounds 3]`` (needs the CLIs: ``bash
 tests/tools/install_agent_clis.sh``).
 """
 
@@ -74,7 +74,7 @@ BINDINGS = {"count": count, "more": more}
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3,
                         help="interlock and bash alternate this many times (median kept)")
     args = parser.parse_args()

@@ -4,15 +4,25 @@
 #
 #   tests/tools/install_agent_clis.sh [DIR]
 #
-# DIR defaults to $INTERLOCK_AGENT_CLIS, then <repo>/.cache/agent-clis (gitignored). Needs
-# node >= 20 and npm (bootstrap.sh installs Debian's when missing); fetches from the npm
-# registry only, versions and integrity hashes pinned by tests/tools/agent-clis/
-# package-lock.json. Does nothing when DIR already holds this lockfile's install.
+# DIR defaults to $INTERLOCK_AGENT_CLIS, then <repo>/.cache/agent-clis (gitignored), a
+# link to the install kept per lockfile in the user's cache
+# (${XDG_CACHE_HOME:-~/.cache}/interlock/agent-clis/<lockfile sha256>, about 1 GB), so a
+# fresh clone on the same machine reuses it. Needs node >= 20 and npm (bootstrap.sh
+# installs Debian's when missing); fetches from the npm registry only, versions and
+# integrity hashes pinned by tests/tools/agent-clis/package-lock.json. Does nothing when
+# DIR already holds this lockfile's install.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-dir="${1:-${INTERLOCK_AGENT_CLIS:-$root/.cache/agent-clis}}"
+if [ -n "${1:-${INTERLOCK_AGENT_CLIS:-}}" ]; then
+  dir="${1:-$INTERLOCK_AGENT_CLIS}"
+else
+  lock_sha="$(sha256sum "$here/agent-clis/package-lock.json" | cut -c1-16)"
+  dir="${XDG_CACHE_HOME:-$HOME/.cache}/interlock/agent-clis/$lock_sha"
+  mkdir -p "$root/.cache"
+  ln -sfn "$dir" "$root/.cache/agent-clis"
+fi
 
 command -v node >/dev/null || { echo "install_agent_clis: node is not installed" >&2; exit 2; }
 command -v npm >/dev/null || { echo "install_agent_clis: npm is not installed" >&2; exit 2; }
