@@ -28,7 +28,7 @@ import subprocess
 import threading
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -144,19 +144,22 @@ def check_project(root: Path | str, names: Sequence[str] | None = None, *,
             return AgentCheck(name, None, (Finding(
                 False, "no agent", f"add `{name}: {{cli: demo}}` or a real agent under agents: "
                 f"in {PROJECT_FILE}"),))
-        return check_agent(name, config, folder, environ=environ)
+        return check_agent(name, config, folder, environ=environ, runs=runs)
 
+    runs = Runs()
     with ThreadPoolExecutor(max_workers=max(1, len(wanted))) as pool:
         return list(pool.map(check, wanted))
 
 
 def check_agent(name: str, config: AgentConfig, root: Path | str, *,
-                environ: Mapping[str, str] | None = None) -> AgentCheck:
+                environ: Mapping[str, str] | None = None,
+                runs: Runs | None = None) -> AgentCheck:
     """Check one agent, running in its ``cwd`` or else in ``root``, in ``environ`` (default:
-    this process's) with the agent's ``env:`` over it."""
+    this process's) with the agent's ``env:`` over it; ``runs``: the commands already run
+    by the other agents of the same check."""
     workdir = Path(config.cwd) if config.cwd else Path(root)
     env = {**(os.environ if environ is None else environ), **config.env}
-    agent = _Agent(config, workdir.absolute(), env)
+    agent = _Agent(config, workdir.absolute(), env, runs=runs)
     return AgentCheck(name, config.cli, tuple(_findings(agent)), config, agent.workdir)
 
 
@@ -168,6 +171,7 @@ class _Agent:
     workdir: Path
     env: dict[str, str]
     exe: str = ""
+    runs: Runs | None = None  # shared by the agents of one check: each command runs once
 
     @property
     def home(self) -> Path:
@@ -175,7 +179,10 @@ class _Agent:
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str] | None:
         """The CLI run with ``args`` (None: it could not start, or timed out)."""
-        return _call([self.exe, *args], self.workdir, self.env)
+        argv = [self.exe, *args]
+        if self.runs is None:
+            return _call(argv, self.workdir, self.env)
+        return self.runs.call(argv, self.workdir, self.env)
 
     def which(self, program: str) -> str | None:
         """Where ``program`` is: on the agent's PATH, or a path (from its folder)."""
@@ -188,6 +195,29 @@ class _Agent:
         """``path``, with ``~`` for the agent's home."""
         return "~/" + str(path.relative_to(self.home)) if path.is_relative_to(self.home) \
             else str(path)
+
+
+class Runs:
+    """The CLI commands one check ran, by argv, folder and environment: five roles played
+    by the same claude run ``claude --version`` and ``claude auth status`` once (a node
+    CLI costs about half a second of CPU a start). Thread-safe: a second asker waits for
+    the first's result."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: dict[tuple[Any, ...], Future[subprocess.CompletedProcess[str] | None]] = {}
+
+    def call(self, argv: list[str], cwd: Path, env: Mapping[str, str]
+             ) -> subprocess.CompletedProcess[str] | None:
+        key = (tuple(argv), str(cwd), tuple(sorted(env.items())))
+        with self._lock:
+            future = self._done.get(key)
+            mine = future is None
+            if future is None:
+                future = self._done[key] = Future()
+        if mine:
+            future.set_result(_call(argv, cwd, env))
+        return future.result()
 
 
 def _call(argv: list[str], cwd: Path, env: Mapping[str, str]
