@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,14 @@ from pathlib import Path
 import pytest
 
 from support.cli import Cli
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C tests send SIGINT to the processes they start: a run started in the
+    background (`make test &`, a CI job without a terminal) inherits SIGINT *ignored*, and
+    so would every process it starts. A handler here is reset to the default in each child
+    at exec, so they take SIGINT as a user's terminal would deliver it."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
