@@ -33,6 +33,20 @@ def running(root: Path, task: str = "T1") -> bool:
     return f"[/] {task}" in progress(root)
 
 
+def agent_working(root: Path, task: str = "T1") -> bool:
+    """The task is in progress and its Executor's agent runs (Mark WIP comes before the
+    agent is invoked: a signal in between lands at that step boundary instead)."""
+    if not running(root, task):
+        return False
+    for pid in processes_in(root):
+        try:
+            if b"executor" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def handled(root: Path, kind: str) -> dict[str, object]:
     [found] = [s["handling_metadata"] for s in processed(root) if s["type"] == kind]
     return found
@@ -89,7 +103,7 @@ def test_abort_at_a_checkpoint_while_paused(tmp_path: Path) -> None:
 def test_pause_while_running_keeps_the_work_then_resume(tmp_path: Path) -> None:
     project(tmp_path, SLOW, request="write the parser; write the report")
     proc = start(tmp_path, "ralph", "run", "s")
-    wait_until(lambda: running(tmp_path), proc=proc, what="T1 in progress")
+    wait_until(lambda: agent_working(tmp_path), proc=proc, what="T1's agent working")
     post(tmp_path, "PAUSE", "wait for me")
     wait_until(lambda: state(tmp_path) == "PAUSED", proc=proc, what="PAUSED")
     text = progress(tmp_path)
