@@ -36,7 +36,14 @@ from interlock.runtime.agents.base import (
     Usage,
 )
 from interlock.runtime.agents.config import AgentConfig
-from interlock.runtime.agents.events import add, amount, count, json_events, mapping
+from interlock.runtime.agents.events import (
+    add,
+    amount,
+    count,
+    json_events,
+    mapping,
+    status_reason,
+)
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--permission-mode", "default"),
@@ -133,19 +140,20 @@ def _denials(event: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _reason(status: int | None, text: str) -> FailureReason | None:
-    """What kind of failure the API status, else the CLI's own words, say."""
+    """What kind of failure the API status, else the CLI's own words, say (claude reports
+    no status when it is not logged in or cannot connect)."""
+    if status == 403:
+        return "auth"  # Anthropic's 403: a key without access (permission_error)
+    reason = status_reason(status)
+    if reason is not None:
+        return reason
     lowered = text.lower()
-    if status in (401, 403) or "not logged in" in lowered or "api key" in lowered:
+    if "not logged in" in lowered or "api key" in lowered:
         return "auth"
-    if status == 429 or "rate limit" in lowered or "(429)" in lowered:
+    if "rate limit" in lowered or "(429)" in lowered:
         return "rate_limited"
-    if (status is not None and status >= 500) or "unable to connect" in lowered \
-            or "overloaded" in lowered:
+    if "unable to connect" in lowered or "overloaded" in lowered:
         return "unavailable"
-    if status == 404:
-        return "not_found"
-    if status == 400:
-        return "invalid_request"
     return None
 
 

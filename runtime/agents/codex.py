@@ -65,7 +65,7 @@ from interlock.runtime.agents.base import (
     Usage,
 )
 from interlock.runtime.agents.config import AgentConfig
-from interlock.runtime.agents.events import add, count, json_events, mapping
+from interlock.runtime.agents.events import add, count, json_events, mapping, status_reason
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--sandbox", "read-only"), "edit": ("--sandbox", "workspace-write"),
@@ -100,10 +100,6 @@ _TEXT_REASONS: tuple[tuple[str, FailureReason], ...] = (
     ("invalid_request_error", "invalid_request"),
     ("error loading config", "invalid_request"), ("unexpected argument", "invalid_request"),
     ("invalid value", "invalid_request"))
-_STATUS_REASONS: tuple[tuple[range, FailureReason], ...] = (
-    (range(401, 402), "auth"), (range(403, 404), "permission_denied"),
-    (range(404, 405), "not_found"), (range(429, 430), "rate_limited"),
-    (range(400, 500), "invalid_request"), (range(500, 600), "unavailable"))
 _STDERR_NOISE = ("WARNING: proceeding, even though we could not create PATH aliases",
                  "Reading prompt from stdin", "Stack backtrace:")
 
@@ -214,8 +210,7 @@ def _reason(error: str) -> FailureReason | None:
     error body it quotes, else its own words."""
     status = _STATUS.search(error)
     if status:
-        code = int(status.group(1))
-        return next((reason for codes, reason in _STATUS_REASONS if code in codes), None)
+        return status_reason(int(status.group(1)))
     body = _api_error(error)
     if body is not None:
         kind = f"{body.get('type', '')} {body.get('code', '')}"

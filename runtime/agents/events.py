@@ -14,6 +14,26 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from interlock.runtime.agents.base import FailureReason
+
+# What an HTTP status from a model API means for the caller (AgentOutput.reason).
+_STATUS_REASONS: tuple[tuple[range, FailureReason], ...] = (
+    (range(401, 402), "auth"), (range(403, 404), "permission_denied"),
+    (range(404, 405), "not_found"), (range(408, 410), "unavailable"),
+    (range(429, 430), "rate_limited"), (range(400, 500), "invalid_request"),
+    (range(500, 600), "unavailable"))
+
+
+def status_reason(status: int | None) -> FailureReason | None:
+    """The failure reason of an API's HTTP ``status`` (None: not a failure status).
+
+    >>> status_reason(401), status_reason(429), status_reason(529), status_reason(200)
+    ('auth', 'rate_limited', 'unavailable', None)
+    """
+    if status is None:
+        return None
+    return next((reason for codes, reason in _STATUS_REASONS if status in codes), None)
+
 
 def json_events(stdout: str) -> Iterator[dict[str, Any]]:
     """Every JSON object on its own line of ``stdout``, in order."""

@@ -56,7 +56,14 @@ from interlock.runtime.agents.base import (
     Usage,
 )
 from interlock.runtime.agents.config import AgentConfig
-from interlock.runtime.agents.events import add, count, json_document, json_events, mapping
+from interlock.runtime.agents.events import (
+    add,
+    count,
+    json_document,
+    json_events,
+    mapping,
+    status_reason,
+)
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--approval-mode", "default"), "edit": ("--approval-mode", "auto_edit"),
@@ -69,10 +76,6 @@ _SUBJECT_KEYS = ("file_path", "absolute_path", "path", "dir_path", "command", "u
                  "query")
 _API_ERROR = re.compile(r'\{"error":\s*\{"code":\s*(\d{3})')
 _STATUS_LINE = re.compile(r"^\s*(?:status|code):\s*(\d{3})\b", re.MULTILINE)
-_STATUS_REASONS: tuple[tuple[range, FailureReason], ...] = (
-    (range(401, 402), "auth"), (range(403, 404), "permission_denied"),
-    (range(404, 405), "not_found"), (range(429, 430), "rate_limited"),
-    (range(400, 500), "invalid_request"), (range(500, 600), "unavailable"))
 # The CLI's own words where no status is printed (packages/cli/src/
 # validateNonInterActiveAuth.ts, packages/cli/src/config/auth.ts,
 # packages/core/src/code_assist/oauth2.ts, packages/core/src/utils/errorParsing.ts).
@@ -233,14 +236,10 @@ def _reason(message: str, stderr: str, status: int | None = None) -> FailureReas
         statuses = [found.group(1)] if found else _STATUS_LINE.findall(stderr)
         status = int(statuses[-1]) if statuses else None
     said = _text_reason(message) or _text_reason(stderr)
-    reason = _status_reason(status) if status is not None else None
+    reason = status_reason(status)
     if reason == "invalid_request" and said == "auth":
         return said
     return reason or said
-
-
-def _status_reason(status: int) -> FailureReason | None:
-    return next((reason for codes, reason in _STATUS_REASONS if status in codes), None)
 
 
 def _text_reason(text: str) -> FailureReason | None:

@@ -61,7 +61,14 @@ from interlock.runtime.agents.base import (
     Usage,
 )
 from interlock.runtime.agents.config import AgentConfig
-from interlock.runtime.agents.events import add, amount, count, json_events, mapping
+from interlock.runtime.agents.events import (
+    add,
+    amount,
+    count,
+    json_events,
+    mapping,
+    status_reason,
+)
 
 _READ_ONLY: dict[str, Any] = {
     "*": "ask",
@@ -85,11 +92,6 @@ _SUBJECT_KEYS = ("filePath", "path", "command", "url", "pattern", "query", "desc
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _AGENT_WARNING = re.compile(r'agent "[^"]*" (not found|is a subagent)[^\n]*')
 _LOGGED_ERROR = r'ref={ref} error="((?:[^"\\]|\\.)*)"'
-_STATUS_REASONS: tuple[tuple[range, FailureReason], ...] = (
-    (range(401, 402), "auth"), (range(403, 404), "permission_denied"),
-    (range(404, 405), "not_found"), (range(408, 410), "unavailable"),
-    (range(429, 430), "rate_limited"), (range(400, 500), "invalid_request"),
-    (range(500, 600), "unavailable"))
 # opencode's error names and words where no HTTP status is given (packages/opencode/src/
 # session/message-v2.ts, provider/provider.ts, session/retry.ts).
 _TEXT_REASONS: tuple[tuple[str, FailureReason], ...] = (
@@ -206,10 +208,9 @@ def _error(error: Mapping[str, Any], stderr: str) -> tuple[str, FailureReason | 
 
 
 def _reason(status: int | None, words: str) -> FailureReason | None:
-    if status is not None:
-        for statuses, reason in _STATUS_REASONS:
-            if status in statuses:
-                return reason
+    reason = status_reason(status)
+    if reason is not None:
+        return reason
     lowered = words.lower()
     return next((reason for text, reason in _TEXT_REASONS if text.lower() in lowered), None)
 
