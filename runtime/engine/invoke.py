@@ -179,16 +179,19 @@ class Invoker:
     def reconcile(self, active: Sequence[str], context: Mapping[str, Any], *,
                   entered: Collection[str] | None = None) -> list[InvokeNote]:
         """Cancel the invocations of states left, then start those of states entered.
-        ``entered``: invoking states the step entered; one active before and after was
-        left and entered again, so its invocation starts anew (SCXML: exit cancels,
-        entry starts)."""
+        ``entered``: invoking states the step entered. One active before and after whose
+        invocation has answered was left and entered again (an ``always`` loop back into
+        it): it invokes anew. One whose agent still works keeps it (an external
+        self-transition such as ``after: {1m: working}``: docs/invoke.md)."""
         wanted = {inv.id: inv for sid in active
                   if (inv := self.ir.states[sid].invoke) is not None}
-        again = {inv.id for sid in entered or () if (inv := self.ir.states[sid].invoke)}
         notes: list[InvokeNote] = []
         with self._lock:
             if self._closed:
                 return []
+            again = {inv.id for sid in entered or ()
+                     if (inv := self.ir.states[sid].invoke) is not None
+                     and (flight := self._flights.get(inv.id)) is not None and flight.finished}
             for invoke_id in [i for i in self._flights if i not in wanted or i in again]:
                 notes += self._cancel(self._flights.pop(invoke_id), "cancelled",
                                       deferred=True)

@@ -169,6 +169,7 @@ def test_timers_fire_while_an_agent_works(store: SqliteStore, tmp_path: Path) ->
     assert runner.session.context["ticks"] == 3
     assert runner.session.active == ("passed",)
     assert len(pids(started)) == 1
+    assert [r.outcome for r in store.invocations("s1")] == ["done"]  # none cancelled
 
 
 PARALLEL = """
