@@ -35,13 +35,10 @@ from interlock.machines.settings import Duration, Rule, Section, section_diagnos
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap
 from interlock.runtime.agents.base import AgentCli, AgentLaunch, Permissions
+from interlock.runtime.agents.role_names import EDITING_ROLES, ROLES, Role
 from interlock.runtime.host.project_file import project_section, read_project_file
 
 SECTION = "agents"
-ROLES: tuple[str, ...] = ("planner", "executor", "reviewer", "questioner", "librarian")
-# The roles that change files: their agents run with ``permissions: edit`` unless set.
-EDITING_ROLES: frozenset[str] = frozenset({"executor", "librarian"})
-Role = Literal["planner", "executor", "reviewer", "questioner", "librarian"]
 # Agent names a built-in spec invokes that stand for a demo role offline: the poller of
 # the review interview (specs/poller_interview.yaml, seed 000) asks as the questioner.
 DEMO_STAND_INS: dict[str, Role] = {"poller": "questioner"}

@@ -38,7 +38,8 @@ import yaml
 from interlock.machines.diagnostics import did_you_mean
 from interlock.runtime.agents import claude, codex, gemini, opencode
 from interlock.runtime.agents.base import Permissions
-from interlock.runtime.agents.config import ROLES, AgentConfig, load_agents, resolve_agent
+from interlock.runtime.agents.config import AgentConfig, load_agents, resolve_agent
+from interlock.runtime.agents.role_names import ROLES
 from interlock.runtime.host.project_file import PROJECT_FILE
 
 TIMEOUT = 15.0  # seconds for each command a check runs

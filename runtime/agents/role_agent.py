@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -35,64 +34,14 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Any, TextIO
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from interlock.machines.diagnostics import SpecError, error
-from interlock.machines.yamlsrc import parse_yaml
 from interlock.runtime.agents import roles
-from interlock.runtime.agents.config import ROLES
+from interlock.runtime.agents.role_names import ROLES
 
 HANG_STEP = 3600.0
-
-
-class RoleScript(BaseModel):
-    """A demo agent's script (see the module docstring)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    default: dict[str, Any] = Field(default_factory=dict)
-    answers: list[dict[str, Any]] = Field(default_factory=list)
-    tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    fail_times: Annotated[int, Field(strict=True, ge=0)] = 0
-    exit_code: Annotated[int, Field(strict=True, ge=1, le=255)] = 1
-    fail_message: str = "model backend unavailable (HTTP 503 Service Unavailable)"
-    hang: Annotated[bool, Field(strict=True)] = False
-    linger: Annotated[float, Field(ge=0)] = 0.0
-
-
-def load_script(path: Path) -> RoleScript:
-    """Read and check a script; raises :class:`SpecError` with located diagnostics."""
-    document = parse_yaml(path.read_bytes(), str(path))
-    try:
-        return RoleScript.model_validate(document.data)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            name = ".".join(str(p) for p in loc) or "script"
-            mark = (document.source.key(loc) if err["type"] == "extra_forbidden"
-                    else document.source.value(loc))
-            message = str(err["msg"]).replace("Input should be", "expected")
-            problems.append(error("A506", f"{name}: {message}", mark))
-        raise SpecError(problems) from None
-
-
-def next_call(script: Path) -> int:
-    """Count one more call of ``script`` (in ``SCRIPT.calls``); returns its number, from 1."""
-    counter = script.with_name(script.name + ".calls")
-    with counter.open("a+", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.seek(0)
-        text = handle.read().strip()
-        number = (int(text) if text.isdigit() else 0) + 1
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{number}\n")
-        handle.flush()
-    return number
 
 
 def _staged(folder: Path) -> list[str]:
@@ -126,18 +75,6 @@ def answer(role: str, prompt: str) -> tuple[dict[str, Any], roles.Effects]:
     return roles.librarian(prompt, _staged(Path(facts.knowledge_dir)))
 
 
-def scripted(base: dict[str, Any], script: RoleScript, call: int,
-             task: str | None) -> dict[str, Any]:
-    """``base`` with the script's default, per-task and per-call answers merged in."""
-    merged = {**base, **script.default}
-    if task is not None:
-        merged.update(script.tasks.get(task, {}))
-    index = call - script.fail_times - 1
-    if 0 <= index < len(script.answers):
-        merged.update(script.answers[index])
-    return merged
-
-
 def write_lines(lines: Sequence[str], out: TextIO, delay: float,
                 sleep: Callable[[float], None]) -> None:
     """Write each line and flush it; pause ``delay`` seconds between lines."""
@@ -164,9 +101,14 @@ def run(role: str, prompt: str, *, delay: float = 0.0, script: Path | None = Non
     if role not in ROLES:
         errs.write(f"error: --role must be one of {', '.join(ROLES)}, got {role!r}\n")
         return 2
-    plan = RoleScript()
-    call = 1
+    linger = 0.0
+    doc, effects = answer(role, prompt)
     if script is not None:
+        # The script's module (pydantic) loads only for a scripted agent: most calls have
+        # none, and this process starts once per call.
+        from interlock.machines.diagnostics import SpecError
+        from interlock.runtime.agents.role_script import load_script, next_call, scripted
+
         try:
             plan = load_script(script)
         except OSError as exc:
@@ -175,20 +117,18 @@ def run(role: str, prompt: str, *, delay: float = 0.0, script: Path | None = Non
         except SpecError as exc:
             errs.write(f"{exc}\n")
             return 2
-        if plan.answers or plan.fail_times:  # a sequence across calls: count this one
-            call = next_call(script)
-    if plan.hang:
-        while True:
+        call = next_call(script) if plan.answers or plan.fail_times else 1
+        while plan.hang:
             sleep(HANG_STEP)
-    if call <= plan.fail_times:
-        if delay > 0:
-            sleep(delay)
-        errs.write(f"error: {role} failed (call {call}): {plan.fail_message}\n")
-        errs.flush()
-        return plan.exit_code
-    base, effects = answer(role, prompt)
-    facts = roles.parse_prompt(prompt)
-    doc = scripted(base, plan, call, facts.tasks[0][0] if facts.tasks else None)
+        if call <= plan.fail_times:
+            if delay > 0:
+                sleep(delay)
+            errs.write(f"error: {role} failed (call {call}): {plan.fail_message}\n")
+            errs.flush()
+            return plan.exit_code
+        facts = roles.parse_prompt(prompt)
+        doc = scripted(doc, plan, call, facts.tasks[0][0] if facts.tasks else None)
+        linger = plan.linger
     if doc.get("status", "done") == "done":  # a scripted blocked/paused executor writes nothing
         try:
             carry_out(effects)
@@ -196,8 +136,8 @@ def run(role: str, prompt: str, *, delay: float = 0.0, script: Path | None = Non
             errs.write(f"error: {role} cannot write its files: {exc}\n")
             return 1
     write_lines(render(doc, fmt), out, delay, sleep)
-    if plan.linger > 0:
-        sleep(plan.linger)
+    if linger > 0:
+        sleep(linger)
     return 0
 
 

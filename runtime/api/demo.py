@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from interlock.runtime.agents.demo import AnswerFormat as DemoAnswerFormat
 from interlock.runtime.agents.demo import run_demo_agent
-from interlock.runtime.builtin.demo import run_demo
 from interlock.runtime.dispatch.verdict import VerdictValue as DemoVerdict
 
 __all__ = ["DemoAnswerFormat", "DemoVerdict", "run_demo", "run_demo_agent"]
+
+
+def run_demo(workdir: Path) -> int:
+    """Run the offline demo in ``workdir``, printing as it goes; 0 when every part worked,
+    else 1. (The demo's modules load here: the CLI's other commands do not pay for them.)"""
+    from interlock.runtime.builtin.demo import run_demo as demo
+
+    return demo(workdir)

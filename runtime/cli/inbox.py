@@ -10,17 +10,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from interlock.runtime import (
-    BadRequest,
-    InboxConfigError,
-    InboxError,
-    list_messages,
-    mark_message,
-    post_message,
-    serve_inbox,
-    set_enabled,
-    set_interval,
-)
+from interlock import runtime
 from interlock.runtime import InboxMessage as Message
 from interlock.runtime import MessageStatus as Status
 from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, err, fail
@@ -44,9 +34,9 @@ def _call(body: Callable[[], T]) -> T:
     """Run an API call; a refusal becomes a one-line error and an exit code."""
     try:
         return body()
-    except (InboxConfigError, BadRequest) as exc:
+    except (runtime.InboxConfigError, runtime.BadRequest) as exc:
         raise typer.Exit(fail(str(exc), EXIT_USAGE)) from None
-    except InboxError as exc:
+    except runtime.InboxError as exc:
         raise typer.Exit(fail(str(exc), EXIT_ERRORS)) from None
 
 
@@ -64,7 +54,7 @@ def list_(
     store: StoreOpt = None,
 ) -> None:
     """List messages: id, type, from, status, correlation_id, payload_ref."""
-    messages = _call(lambda: list_messages(status, store=store))
+    messages = _call(lambda: runtime.list_messages(status, store=store))
     if as_json:
         json.dump([m.to_json() for m in messages], sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -92,12 +82,12 @@ def post(
     if not sender:
         raise typer.Exit(fail("--from is required", EXIT_USAGE))
     text = sys.stdin.read() if body == "-" else body
-    print(_call(lambda: post_message(type_, sender, text, correlation_id=correlation_id,
+    print(_call(lambda: runtime.post_message(type_, sender, text, correlation_id=correlation_id,
                                      payload_ref=payload_ref, store=store)))
 
 
 def _mark(message_id: str, status: Status, reason: str | None, store: str | None) -> None:
-    message = _call(lambda: mark_message(message_id, status, reason=reason, store=store))
+    message = _call(lambda: runtime.mark_message(message_id, status, reason=reason, store=store))
     err.print(f"{message.id} {message.status}")
 
 
@@ -122,14 +112,14 @@ def failed(message_id: IdArg, reason: ReasonOpt = None, store: StoreOpt = None) 
 @inbox_app.command("on")
 def on(store: StoreOpt = None) -> None:
     """Turn polling on for the pollers that use this store."""
-    _call(lambda: set_enabled(True, store=store))
+    _call(lambda: runtime.set_enabled(True, store=store))
     err.print("inbox polling on")
 
 
 @inbox_app.command("off")
 def off(store: StoreOpt = None) -> None:
     """Turn polling off for the pollers that use this store."""
-    _call(lambda: set_enabled(False, store=store))
+    _call(lambda: runtime.set_enabled(False, store=store))
     err.print("inbox polling off")
 
 
@@ -139,7 +129,7 @@ def interval(
     store: StoreOpt = None,
 ) -> None:
     """Set the time between polls."""
-    seconds = _call(lambda: set_interval(duration, store=store))
+    seconds = _call(lambda: runtime.set_interval(duration, store=store))
     err.print(f"inbox poll interval {seconds:g} s")
 
 
@@ -153,5 +143,5 @@ def serve(
 ) -> None:
     """Serve the store over HTTP (Starlette + uvicorn) until Ctrl-C or SIGTERM; prints
     `listening on http://HOST:PORT` when ready."""
-    _call(lambda: serve_inbox(store, host, port))
+    _call(lambda: runtime.serve_inbox(store, host, port))
     raise typer.Exit(EXIT_OK)

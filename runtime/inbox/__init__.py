@@ -5,25 +5,32 @@ API the CLI uses is in :mod:`interlock.runtime.inbox.api`; the idle-only poller 
 :class:`interlock.runtime.inbox.poller.InboxPoller`.
 """
 
-from interlock.runtime.inbox.base import InboxAdapter
-from interlock.runtime.inbox.config import InboxConfigError, PollerConfig
-from interlock.runtime.inbox.connection import connect
-from interlock.runtime.inbox.model import (
-    BadRequest,
-    Claim,
-    InboxError,
-    InboxUnavailable,
-    InvalidTransition,
-    JournalEntry,
-    Lease,
-    Message,
-    StaleLease,
-    Status,
-    UnknownMessage,
-)
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "BadRequest", "Claim", "InboxAdapter", "InboxConfigError", "InboxError",
-    "InboxUnavailable", "InvalidTransition", "JournalEntry", "Lease", "Message",
-    "PollerConfig", "StaleLease", "Status", "UnknownMessage", "connect",
-]
+import lazy_loader
+
+# Imported on first use: the CLI names the message statuses without loading the stores.
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
+    "base": ["InboxAdapter"],
+    "config": ["InboxConfigError", "PollerConfig"],
+    "connection": ["connect"],
+    "model": ["BadRequest", "Claim", "InboxError", "InboxUnavailable", "InvalidTransition",
+              "JournalEntry", "Lease", "Message", "StaleLease", "Status", "UnknownMessage"],
+})
+
+if TYPE_CHECKING:
+    from interlock.runtime.inbox.base import InboxAdapter as InboxAdapter
+    from interlock.runtime.inbox.config import InboxConfigError as InboxConfigError
+    from interlock.runtime.inbox.config import PollerConfig as PollerConfig
+    from interlock.runtime.inbox.connection import connect as connect
+    from interlock.runtime.inbox.model import BadRequest as BadRequest
+    from interlock.runtime.inbox.model import Claim as Claim
+    from interlock.runtime.inbox.model import InboxError as InboxError
+    from interlock.runtime.inbox.model import InboxUnavailable as InboxUnavailable
+    from interlock.runtime.inbox.model import InvalidTransition as InvalidTransition
+    from interlock.runtime.inbox.model import JournalEntry as JournalEntry
+    from interlock.runtime.inbox.model import Lease as Lease
+    from interlock.runtime.inbox.model import Message as Message
+    from interlock.runtime.inbox.model import StaleLease as StaleLease
+    from interlock.runtime.inbox.model import Status as Status
+    from interlock.runtime.inbox.model import UnknownMessage as UnknownMessage
