@@ -38,14 +38,6 @@ def parse_duration(text: str | int | float) -> float:
     return sum(float(n) * _UNITS[unit] for n, unit in _PART.findall(value))
 
 
-def is_duration(text: str) -> bool:
-    try:
-        parse_duration(text)
-    except ValueError:
-        return False
-    return True
-
-
 def format_duration(seconds: float) -> str:
     """The shortest spec-style text for a number of seconds.
 

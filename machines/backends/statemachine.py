@@ -100,13 +100,6 @@ def native_event(event: str) -> str:
     return EVENT_PREFIX + event
 
 
-def spec_event(native: str | None) -> str | None:
-    """The spec's name of a native event id (None for the engine's own events)."""
-    if native is not None and native.startswith(EVENT_PREFIX):
-        return native[len(EVENT_PREFIX):]
-    return None
-
-
 class SpecEvent(Event):
     """An event descriptor with the same SCXML dotted-prefix match, minus the allocations.
 

@@ -10,7 +10,6 @@ is no option. Esc or Ctrl-C aborts. A question not answered by its deadline time
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Any
 
 from prompt_toolkit.application import Application
@@ -203,7 +202,3 @@ def _text_app(question: Question, default: AnswerValue | None) -> Application[An
     hint = Window(FormattedTextControl("  Enter: done   Esc: abort"), height=1)
     return Application(layout=Layout(HSplit([prompt, field, hint]), focused_element=field),
                        key_bindings=bindings, full_screen=False, erase_when_done=True)
-
-
-def is_terminal() -> bool:
-    return sys.stdin.isatty() and sys.stdout.isatty()

@@ -131,7 +131,7 @@ class RalphFolder:
         return self.path / "iterations" / str(n)
 
     def mailbox(self) -> Mailbox:
-        return Mailbox(self.path, durable=False)
+        return Mailbox(self.path)
 
     def exists(self) -> bool:
         return self.metadata_path.is_file()
