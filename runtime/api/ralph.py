@@ -212,7 +212,7 @@ async def ralph_status(session_id: str, *, store: str | None = None,
     return {
         # the fields of interlock.runtime.ralph.watch.RalphStatus (interlock watch)
         "session_id": session_id, "state": state, "status": status, "iteration": n,
-        "max_iterations": None, "batch": (int(context["batch"]) + 1
+        "max_iterations": meta.get("max_iterations"), "batch": (int(context["batch"]) + 1
                                           if "batch" in context else None),
         "batches": len(context.get("batches") or []) or None,
         "tasks": [{"id": t.id, "title": t.title, "marker": t.marker, "note": t.reason}
@@ -226,6 +226,7 @@ async def ralph_status(session_id: str, *, store: str | None = None,
                                is not None else limits.get("cost_usd"))},
         "elapsed": _elapsed(meta, limits, status),
         "stop": stop,
+        "inbox": (engine or {}).get("inbox"),
         # and more for scripts
         "id": session_id, "folder": str(folder.path), "stop_reason": meta.get("stop_reason"),
         "pending_signals": folder.mailbox().pending(), "invocations": invocations,

@@ -213,7 +213,8 @@ def status(
     if as_json:
         sys.stdout.write(json.dumps(info, indent=2, ensure_ascii=False) + "\n")
         return
-    print(f"{info['id']}: {info['state']} ({info['status']}), iteration {info['iteration']}"
+    of = f" of {info['max_iterations']}" if info.get("max_iterations") else ""
+    print(f"{info['id']}: {info['state']} ({info['status']}), iteration {info['iteration']}{of}"
           + (f"; stopped: {info['stop_reason']}" if info.get("stop_reason") else ""))
     for task in info["tasks"]:
         reason = f" — {task['note']}" if task["note"] else ""

@@ -188,7 +188,8 @@ class RalphRun:
             runner = await asyncio.to_thread(self._open, store, feed)
             detach = feed.attach(runner, ORCHESTRATOR)
             self.folder.update_metadata(status="running", stop_reason=None, stop=None,
-                                        ended_at=None)
+                                        ended_at=None,
+                                        max_iterations=self.config.max_iterations)
             self.note(f"ralph session {self.folder.id} [{ralph_state(runner.active)}]")
             changed = asyncio.Event()
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from interlock.runtime.ralph.watch import RalphStatus, render_text
+
 from support.ralph_e2e import (
     SLOW,
     cli,
@@ -112,6 +114,10 @@ def test_max_iterations_stops_an_agent_that_never_finishes(tmp_path: Path) -> No
     done = cli(tmp_path, "ralph", "run", "s", "--max-iterations", "2")
     assert done.returncode == 3, done.stderr
     assert meta(tmp_path)["stop"]["reason"] == "max_iterations"
+    shown = json.loads(cli(tmp_path, "ralph", "status", "s", "--json").stdout)
+    assert shown["max_iterations"] == 2 and shown["stop"]["reason"] == "max_iterations"
+    view = render_text(RalphStatus.model_validate(shown))  # what `interlock watch` draws
+    assert f"{shown['iteration']} of 2" in view
 
 
 def test_a_hung_agent_is_killed_by_the_invocation_timeout(tmp_path: Path) -> None:
