@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,7 @@ def assert_understood(ir: MachineIR, active: frozenset[str], result: dict[str, A
                                   f"\n extra {got - want['edges']}")
 
 
-def _check_all(tmp_path: Path, irs: list[tuple[str, MachineIR]]) -> None:
+def _check_all(tmp_path: Path, irs: Sequence[tuple[str, MachineIR]]) -> None:
     files, expectations = [], []
     for n, (_, ir) in enumerate(irs):
         active = frozenset(list(ir.states)[1:3])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from interlock.machines import MachineIR, SpecError, build_ir, load, loads
@@ -209,9 +210,12 @@ def broken_corpus_irs() -> list[tuple[str, MachineIR]]:
     return out
 
 
-def all_irs() -> list[tuple[str, MachineIR]]:
-    return ([(name, case(name)) for name in CASES] + builtin_irs()
-            + [(f"broken/{n}", ir) for n, ir in broken_corpus_irs()])
+@functools.cache
+def all_irs() -> tuple[tuple[str, MachineIR], ...]:
+    """The cases, the built-in specs and the loadable broken corpus, built once per
+    process (the IRs are frozen): collection and several tests read them."""
+    return tuple([(name, case(name)) for name in CASES] + builtin_irs()
+                 + [(f"broken/{n}", ir) for n, ir in broken_corpus_irs()])
 
 
 def write_text(path: Path, text: str) -> Path:
