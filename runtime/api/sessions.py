@@ -242,11 +242,12 @@ def _feed(runner: Runner, store: str | None, root: Path, enabled: bool, identity
     agent = runner.session.context.get("agent")
     if identity == "ALL" and isinstance(agent, str) and agent:
         identity = agent
-    from interlock.runtime.signals.session_feed import SessionFeed, session_dir
+    from interlock.runtime.signals.addressing import session_mailbox_dir
+    from interlock.runtime.signals.session_feed import SessionFeed
 
     with translated():
         check_identifier(identity, "signals_as")
-        folder = session_dir(root, runner.session_id)
+        folder = session_mailbox_dir(root, runner.session_id)
         feed = SessionFeed(runner, open_store(store, root), folder, identity=identity)
     if on_note is not None:
         on_note(f"signals: {feed.mailbox.inputs} (interlock signal {runner.session_id} "

@@ -71,9 +71,6 @@ def mailbox_folder(session: Path | str, *, create: bool = False, store: str | No
     nor has a folder, or a folder without a ``signals/`` mailbox, unless ``create``;
     UsageError for an unsafe id."""
     base = root_of(root)
-    ralph = base / ".ralph-sessions" / str(session)
-    if not is_folder_reference(str(session)) and (ralph / "signals").is_dir():
-        return ralph  # a Ralph session's id: its folder .ralph-sessions/ID
     if isinstance(session, Path):
         session = str(session) if is_folder_reference(str(session)) else f"./{session}"
     known = [] if create and is_folder_reference(session) else _store_sessions(store, base)

@@ -24,10 +24,11 @@ from typing import Any
 
 import yaml
 
+from interlock.runtime.signals.addressing import RALPH_SESSIONS_DIR
 from interlock.runtime.signals.mailbox import Mailbox, write_atomically
 from interlock.runtime.signals.model import check_identifier
 
-SESSIONS_DIR = ".ralph-sessions"
+SESSIONS_DIR = str(RALPH_SESSIONS_DIR)
 MARKERS = (" ", "/", "x", "F")
 _LINE = re.compile(r"^- \[(?P<m>[ /xF])\] (?P<id>[^:\s]+): (?P<title>.*?)(?: — (?P<why>.*))?$")
 

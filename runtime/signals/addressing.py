@@ -1,10 +1,13 @@
 """Where a signal goes: a session id or a session folder, resolved to the mailbox folder.
 
-``interlock signal ID ...`` posts into ``.interlock/sessions/ID/`` of the working
-directory; ``interlock signal FOLDER ...`` (anything with a ``/``, or ``.``) into that
-folder. A session nobody knows (not in the store, no folder) or a folder with no mailbox
-is refused, listing the known session ids, so a typo never drops a signal into a folder
-no runner reads. ``create=True`` (``--create``) makes the mailbox instead.
+:func:`session_mailbox_dir` is the one rule for a session id, which the runner (its
+signal feed), ``interlock run``'s hint and ``interlock signal`` all follow: a Ralph
+session's folder ``.ralph-sessions/ID/`` (seed 004) when there is one, else
+``.interlock/sessions/ID/`` of the working directory. ``interlock signal FOLDER ...``
+(anything with a ``/``, or ``.``) posts into that folder. A session nobody knows (not in
+the store, no folder) or a folder with no mailbox is refused, listing the known session
+ids, so a typo never drops a signal into a folder no runner reads. ``create=True``
+(``--create``) makes the mailbox instead.
 """
 
 from __future__ import annotations
@@ -15,6 +18,16 @@ from pathlib import Path
 from interlock.machines.diagnostics import did_you_mean
 from interlock.runtime.signals.model import SignalError, check_identifier
 from interlock.runtime.signals.session_feed import SESSIONS_DIR, session_dir
+
+RALPH_SESSIONS_DIR = Path(".ralph-sessions")
+
+
+def session_mailbox_dir(base: Path, session_id: str) -> Path:
+    """The folder whose ``signals/`` is session ``session_id``'s mailbox: its Ralph
+    folder ``BASE/.ralph-sessions/ID`` when that exists, else ``BASE/.interlock/sessions/ID``
+    (the id is checked)."""
+    ralph = base / RALPH_SESSIONS_DIR / check_identifier(session_id, "session id")
+    return ralph if ralph.is_dir() else session_dir(base, session_id)
 
 
 class UnknownSession(SignalError):
@@ -67,8 +80,8 @@ def resolve_mailbox_folder(reference: str, base: Path, known: Iterable[str], *,
             "(use --create to make a mailbox there)")
     check_identifier(reference, "session id")
     ids = set(known) | set(session_folders(base))
-    if create or reference in ids:
-        return session_dir(base, reference)
+    if create or reference in ids or (base / RALPH_SESSIONS_DIR / reference).is_dir():
+        return session_mailbox_dir(base, reference)
     close = did_you_mean(reference, ids)
     raise UnknownSession(f"unknown session {reference!r}{f' ({close})' if close else ''}; "
                          f"{known_list(ids)} (use --create to make its mailbox anyway)")

@@ -6,6 +6,7 @@ in the test's own process). Each checks what the engine did and who handled it
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from support.ralph_e2e import (
@@ -240,3 +241,29 @@ def test_skip_while_running_waits_for_knowledge_approval(tmp_path: Path) -> None
     assert code == 0, err
     assert "awaiting_approval" in str(handled(tmp_path, "SKIP")["action_taken"])
     assert not (tmp_path / ".docs").exists()
+
+
+# -- interlock run ralph_orchestrator -----------------------------------------------------
+
+
+def test_interlock_run_of_the_orchestrator_reads_the_mailbox_interlock_signal_writes(
+        tmp_path: Path) -> None:
+    """`interlock run ralph_orchestrator` (no --demo: the knowledge approval waits an hour)
+    names the Ralph folder's mailbox in its hint, and takes an APPROVE that `interlock
+    signal` posts there."""
+    proc = start(tmp_path, "run", "ralph_orchestrator", "--session", "r1")
+
+    def approving() -> bool:
+        shown = cli(tmp_path, "status", "r1", "--json")
+        return shown.returncode == 0 and "KNOWLEDGE_APPROVAL" in str(
+            json.loads(shown.stdout)["active"])
+
+    wait_until(approving, proc=proc, what="KNOWLEDGE_APPROVAL")
+    posted = cli(tmp_path, "signal", "r1", "APPROVE", "ok")
+    assert posted.returncode == 0, posted.stderr
+    inputs = tmp_path / ".ralph-sessions" / "r1" / "signals" / "inputs"
+    assert str(inputs) in posted.stderr
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"signals: {inputs} (interlock signal r1" in out + err
+    assert "APPROVE" in str(processed(tmp_path, "r1"))
