@@ -38,7 +38,7 @@ pg-stop:
 	bash scripts/pg_cluster.sh stop .cache/pg
 
 lint: $(STAMP)
-	$(BIN)/ruff check machines runtime tests bench
+	$(BIN)/ruff check machines runtime tests bench scripts
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
