@@ -4,9 +4,11 @@
 passes its stdin (the prompt) to the agent ``ARGV``, passes the agent's stdout and stderr
 through as they come (the dispatcher reading it sees the agent itself), keeps every chunk
 with its offset from the start, and when the agent ends appends the record (its exit
-code, the files it changed under ``--root``) to CASSETTE. Stopped by SIGTERM (its invoke
-was cancelled), it stops the agent and records it as stopped (no exit code), which the
-replayer plays back by lingering until it is stopped too.
+code, the files it changed under ``--root``) to CASSETTE. Stopped by SIGTERM while the
+agent runs (its invoke was cancelled), it stops the agent and records it as stopped (no
+exit code), which the replayer plays back by lingering until it is stopped too; an agent
+that had already exited (the dispatcher stops the group once an answer is complete) is
+recorded as exited. The record is written whole either way.
 """
 
 from __future__ import annotations
@@ -68,12 +70,21 @@ def record(cassette: Path, seq: int, name: str, digest: str, argv: Sequence[str]
         _pump(agent, chunks, start, root)
         exit_code = agent.wait()
     except _Stopped:
-        agent.terminate()
-        try:
-            agent.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            agent.kill()
-            agent.wait()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        code = agent.poll()
+        if code is None or code < 0:  # running, or stopped by the same TERM to the group
+            agent.terminate()
+            try:
+                agent.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                agent.wait()
+        else:  # it had answered and exited: the dispatcher stops the group after an answer
+            _pump(agent, chunks, start, root)  # what its pipes still hold
+            exit_code = code
+    # The record is written whole even when the dispatcher stops the group now (it does
+    # once the answer is complete and the output fell silent): a TERM here would lose it.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     files = changed_files(root, before) if root is not None and before is not None else []
     append_record(cassette, InvocationRecord(
         seq=seq, name=name, prompt_sha256=digest, argv=tuple(argv), chunks=tuple(chunks),
