@@ -225,13 +225,10 @@ _PROBE_LEASE = Lease("probe", 0.0)
 
 
 def attach_inbox(runner: Runner, store: str | None, root: Path,
-                 on_note: NoteCallback | None = None, *, shape: Shape = message_event,
-                 is_idle: Callable[[], bool] | None = None) -> SessionInbox | None:
+                 on_note: NoteCallback | None = None) -> SessionInbox | None:
     """The session's inbox poller when ``root``'s interlock.yaml has ``inbox:`` (None
     otherwise: opt-in). SpecError for a bad section (the runner is closed first); an
-    inbox that cannot be opened is noted and the session runs without it. ``shape`` and
-    ``is_idle`` as :class:`SessionInbox` takes them (a Ralph session: INFO, between
-    subagents)."""
+    inbox that cannot be opened is noted and the session runs without it."""
     try:
         config = load_poller_config(start=root)
     except SpecError:
@@ -241,8 +238,7 @@ def attach_inbox(runner: Runner, store: str | None, root: Path,
         return None
     queue = open_store(store, root)  # a connection of its own
     try:
-        inbox = SessionInbox(runner, queue, config, root=root, on_note=on_note, shape=shape,
-                             is_idle=is_idle)
+        inbox = SessionInbox(runner, queue, config, root=root, on_note=on_note)
     except InboxError as exc:
         queue.close()
         if on_note is not None:

@@ -45,7 +45,6 @@ from interlock.runtime.engine.invoke_machine import (
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.engine.session import Step
 from interlock.runtime.host.owners import default_owner
-from interlock.runtime.inbox.session import attach_inbox, info_event
 from interlock.runtime.ralph.bindings import make_bindings, to_correct
 from interlock.runtime.ralph.config import RalphConfig
 from interlock.runtime.ralph.feed import ORCHESTRATOR, RalphFeed, recover_claims
@@ -187,11 +186,6 @@ class RalphRun:
         feed = RalphFeed(mailbox, queue, self.owner, self.note)
         try:
             runner = await asyncio.to_thread(self._open, store, feed)
-            # interlock.yaml's inbox: messages as INFO, at checkpoints with no subagent
-            # in flight (docs/inbox.md)
-            inbox = attach_inbox(runner, self.store_url, self.root, self.note,
-                                 shape=info_event,
-                                 is_idle=lambda: not runner.invocations_in_flight())
             detach = feed.attach(runner, ORCHESTRATOR)
             self.folder.update_metadata(status="running", stop_reason=None, stop=None,
                                         ended_at=None,
@@ -206,8 +200,6 @@ class RalphRun:
                 changed.set()
 
             engine = asyncio.create_task(runner.run(stop, on_step=stepped, poll=0.25))
-            if inbox is not None:
-                inbox.start()
             try:
                 while not engine.done():
                     await self._look(runner, feed, stop)
@@ -220,8 +212,6 @@ class RalphRun:
                 await self._look(runner, feed, stop)  # the last steps' notes and limits
             finally:
                 stop.set()
-                if inbox is not None:
-                    await inbox.stop()
                 if not engine.done():
                     engine.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):

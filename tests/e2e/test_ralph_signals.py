@@ -268,25 +268,3 @@ def test_interlock_run_of_the_orchestrator_reads_the_mailbox_interlock_signal_wr
     assert f"signals: {inputs} (interlock signal r1" in out + err
     assert "APPROVE" in str(processed(tmp_path, "r1"))
 
-
-# -- the inbox: messages as INFO ----------------------------------------------------------
-
-
-def test_an_inbox_message_reaches_the_session_as_info(tmp_path: Path) -> None:
-    """With an `inbox:` section, `ralph run` polls the inbox while no subagent runs and
-    gives a message to the session as INFO for the later prompts (docs/inbox.md); `ralph
-    status` counts it."""
-    project(tmp_path, request="write the parser; test it")
-    with (tmp_path / "interlock.yaml").open("a") as config:
-        config.write("inbox:\n  store: inbox.db\n  interval: 100ms\n")
-    posted = cli(tmp_path, "inbox", "post", "--store", "inbox.db", "--type", "note",
-                 "--from", "alice", "use python 3.11")
-    assert posted.returncode == 0, posted.stderr
-    done = cli(tmp_path, "ralph", "run", "s")
-    assert done.returncode == 0, done.stderr
-    assert "inbox: note from alice" in done.stderr
-    engine = json.loads(cli(tmp_path, "status", "s", "--json").stdout)
-    assert any("[inbox note from alice] use python 3.11" in m
-               for m in engine["context"]["info_messages"])
-    shown = json.loads(cli(tmp_path, "ralph", "status", "s", "--json").stdout)
-    assert shown["inbox"] == {"delivered": 1, "pending": 0}
