@@ -39,7 +39,12 @@ from interlock.runtime.dispatch.process import (
 )
 from interlock.runtime.host.procfs import start_ticks
 
-TAIL_INTERVAL = 0.01  # seconds between reads of the spool files while the agent runs
+# Seconds between reads of the spool files while the agent runs: often at first (an
+# offline agent answers within a second), then less (a real agent works for minutes, and
+# its exit is heard at once through its pidfd, which drains the spools).
+TAIL_INTERVAL = 0.01
+TAIL_INTERVAL_LATER = 0.05
+TAIL_FAST_FOR = 1.0  # seconds from the start
 # The group leader: run the agent, then write its exit status where any runner can read it.
 SHIM = 'status=$1; shift; "$@"; code=$?; printf "%s\\n" "$code" > "$status"; exit "$code"'
 
@@ -304,6 +309,7 @@ class SpooledDispatch(Dispatch):
         self.on_started = on_started
         self.agent: SpooledAgent | None = None
         self.detached = False  # set before cancelling: leave the agent running
+        self._tail_fast_until = 0.0  # loop time until which the spools are read often
 
     def _context(self) -> dict[str, Any]:
         context = super()._context()
@@ -350,6 +356,7 @@ class SpooledDispatch(Dispatch):
             loop.add_reader(agent.pidfd, self._guarded, self._on_exit)
         else:
             loop.call_soon(self._guarded, self._on_exit)
+        self._tail_fast_until = loop.time() + TAIL_FAST_FOR
         self._arm("tail", loop.time() + TAIL_INTERVAL, self._tail)
 
     async def _stop_process(self) -> None:
@@ -365,7 +372,9 @@ class SpooledDispatch(Dispatch):
         self._drain()
         if self.session is not None and not self.session.is_final:
             assert self._loop is not None
-            self._arm("tail", self._loop.time() + TAIL_INTERVAL, self._tail)
+            now = self._loop.time()
+            wait = TAIL_INTERVAL if now < self._tail_fast_until else TAIL_INTERVAL_LATER
+            self._arm("tail", now + wait, self._tail)
 
     def _on_exit(self) -> None:
         agent = self.agent

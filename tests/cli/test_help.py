@@ -8,7 +8,6 @@ import sys
 from importlib.metadata import version
 from typing import Any
 
-import pytest
 import typer
 
 from interlock.runtime.cli.app import app
@@ -30,8 +29,7 @@ def _command_paths() -> list[tuple[str, ...]]:
     return sorted(paths)
 
 
-@pytest.fixture(scope="module")
-def pages() -> dict[str, dict[str, dict[str, Any]]]:
+def _pages() -> dict[str, dict[str, dict[str, Any]]]:
     """What `-h` and `--help` print and exit with, for every command: one process runs the
     CLI's entry point for each (starting 80 processes took most of this module's time)."""
     result = subprocess.run([sys.executable, str(HELP_PAGES), json.dumps(_command_paths())],
@@ -46,23 +44,21 @@ def test_every_command_is_listed() -> None:
     assert {("run",), ("dispatch",), ("signal",), ("mailbox", "consume")} <= set(paths)
 
 
-@pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "interlock")
-def test_h_and_help_print_the_same_help(pages: dict[str, dict[str, dict[str, Any]]],
-                                        path: tuple[str, ...]) -> None:
-    short, long = pages[" ".join(path)]["-h"], pages[" ".join(path)]["--help"]
-    assert short["code"] == 0, short["stderr"]
-    assert "Usage: interlock" in short["stdout"]
-    assert long == short
-
-
-@pytest.mark.parametrize("path", [(), ("run",), ("inbox", "ack")],
-                         ids=lambda p: " ".join(p) or "interlock")
-def test_a_process_of_its_own_prints_the_same_pages(
-        cli: Cli, pages: dict[str, dict[str, dict[str, Any]]], path: tuple[str, ...]) -> None:
-    for flag in ("-h", "--help"):
-        shown = cli(*path, flag)
-        assert (shown.returncode, shown.stdout, shown.stderr) == (
-            0, pages[" ".join(path)][flag]["stdout"], ""), flag
+def test_h_and_help_print_the_same_help_and_a_process_of_its_own_too(cli: Cli) -> None:
+    """One test, so that the pages are rendered once (a fixture would render them again
+    in every test worker that runs one of its tests)."""
+    pages = _pages()
+    for path in _command_paths():
+        name = " ".join(path) or "interlock"
+        short, long = pages[" ".join(path)]["-h"], pages[" ".join(path)]["--help"]
+        assert short["code"] == 0, f"{name}: {short['stderr']}"
+        assert "Usage: interlock" in short["stdout"], name
+        assert long == short, name
+    for path in [(), ("run",), ("inbox", "ack")]:  # the pages a real `interlock` prints
+        for flag in ("-h", "--help"):
+            shown = cli(*path, flag)
+            assert (shown.returncode, shown.stdout, shown.stderr) == (
+                0, pages[" ".join(path)][flag]["stdout"], ""), (path, flag)
 
 
 def test_version(cli: Cli) -> None:

@@ -6,9 +6,9 @@ in the test's own process). Each checks what the engine did and who handled it
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from support.cli import wait_for_status
 from support.ralph_e2e import (
     SLOW,
     cli,
@@ -252,13 +252,8 @@ def test_interlock_run_of_the_orchestrator_reads_the_mailbox_interlock_signal_wr
     names the Ralph folder's mailbox in its hint, and takes an APPROVE that `interlock
     signal` posts there."""
     proc = start(tmp_path, "run", "ralph_orchestrator", "--session", "r1")
-
-    def approving() -> bool:
-        shown = cli(tmp_path, "status", "r1", "--json")
-        return shown.returncode == 0 and "KNOWLEDGE_APPROVAL" in str(
-            json.loads(shown.stdout)["active"])
-
-    wait_until(approving, proc=proc, what="KNOWLEDGE_APPROVAL")
+    wait_for_status(tmp_path, lambda view: "KNOWLEDGE_APPROVAL" in view["active"], proc,
+                    session="r1")
     posted = cli(tmp_path, "signal", "r1", "APPROVE", "ok")
     assert posted.returncode == 0, posted.stderr
     inputs = tmp_path / ".ralph-sessions" / "r1" / "signals" / "inputs"

@@ -33,7 +33,7 @@ from support.stress import scaled
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 TRACES_PER_SPEC = 200  # per machine; asserted by every test below
-GENERATED_SPECS = scaled(15, 60)
+GENERATED_SPECS = scaled(10, 60)
 MAX_TRACE = 20
 
 EVENTS = ("a", "b", "c", "go.left", "go.right")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -355,6 +356,7 @@ print(json.dumps(out))
 """
 
 
+@functools.cache
 def _digests() -> dict[str, str]:
     out = {}
     for name, ir in all_irs():
@@ -370,9 +372,10 @@ def test_render_twice_identical() -> None:
         assert render_dot(ir) == render_dot(ir)
 
 
-@pytest.mark.parametrize("seed", ["0", "1", "4242"])
+@pytest.mark.parametrize("seed", ["0", "4242"])
 def test_identical_across_interpreters(seed: str) -> None:
-    """Output never depends on set or hash order: fresh interpreters, other hash seeds."""
+    """Output never depends on set or hash order: fresh interpreters, other hash seeds
+    than this one's (random unless PYTHONHASHSEED is set)."""
     env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", _RENDER_ALL, str(ROOT / "tests")],
                           capture_output=True, text=True, env=env, timeout=120, check=False)
