@@ -32,48 +32,7 @@ checks the two agree): do not edit by hand.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from functools import wraps
-from typing import Any, ParamSpec, TypeVar
-
 '''
-
-HELPERS = '''
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def _blocking(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
-    @wraps(fn)
-    def call(*args: P.args, **kwargs: P.kwargs) -> T:
-        return asyncio.run(fn(*args, **kwargs))
-
-    return call
-
-
-def _iterating(fn: Callable[P, AsyncIterator[T]]) -> Callable[P, Iterator[T]]:
-    @wraps(fn)
-    def call(*args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
-        loop = asyncio.new_event_loop()
-        items = fn(*args, **kwargs)
-        try:
-            while True:
-                try:
-                    yield loop.run_until_complete(anext(items))
-                except StopAsyncIteration:
-                    return
-        finally:
-            aclose = getattr(items, "aclose", None)
-            if aclose is not None:
-                loop.run_until_complete(aclose())
-            loop.close()
-
-    return call
-
-
-'''
-
 
 def isort_key(name: str) -> tuple[int, str]:
     """isort's order (ruff's too): CONSTANTS, then Classes, then the rest."""
@@ -102,18 +61,21 @@ def source() -> str:
             wrapped.append(f"{name} = {alias}.{TWINS[name]}")
         elif inspect.iscoroutinefunction(value):
             aliases[alias] = module
-            wrapped.append(f"{name} = _blocking({alias}.{name})")
+            wrapped.append(f"{name} = blocking({alias}.{name})")
         elif inspect.isasyncgenfunction(value):
             aliases[alias] = module
-            wrapped.append(f"{name} = _iterating({alias}.{name})")
+            wrapped.append(f"{name} = iterating({alias}.{name})")
         else:
             imports.append((module, name))
     modules_lines = [f"from interlock.runtime.api import {module} as {alias}"
                      for alias, module in sorted(aliases.items())]
-    modules_lines += [f"from interlock.runtime.api.{module} import {name} as {name}"
-                      for module, name in sorted(imports, key=lambda i: (i[0], _import_key(i[1])))]
+    members = [((module, _import_key(name)), f"import {name} as {name}")
+               for module, name in imports]
+    members.append((("blocking", (2, "")), "import blocking, iterating"))
+    modules_lines += [f"from interlock.runtime.api.{key[0]} {names}"
+                      for key, names in sorted(members)]
     listing = "".join(f'    "{n}",\n' for n in names)
-    return (HEADER + "\n".join(modules_lines) + "\n" + HELPERS
+    return (HEADER + "\n".join(modules_lines) + "\n\n"
             + "\n".join(wrapped) + "\n\n__all__ = [\n" + listing + "]\n")
 
 

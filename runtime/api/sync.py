@@ -11,11 +11,6 @@ checks the two agree): do not edit by hand.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from functools import wraps
-from typing import Any, ParamSpec, TypeVar
-
 from interlock.runtime.api import dispatching as _dispatching
 from interlock.runtime.api import interview as _interview
 from interlock.runtime.api import ralph as _ralph
@@ -24,6 +19,7 @@ from interlock.runtime.api import specs as _specs
 from interlock.runtime.api.agents import AgentCheck as AgentCheck
 from interlock.runtime.api.agents import Finding as Finding
 from interlock.runtime.api.agents import agents_check as agents_check
+from interlock.runtime.api.blocking import blocking, iterating
 from interlock.runtime.api.demo import DemoAnswerFormat as DemoAnswerFormat
 from interlock.runtime.api.demo import DemoVerdict as DemoVerdict
 from interlock.runtime.api.demo import run_demo as run_demo
@@ -99,57 +95,25 @@ from interlock.runtime.api.specs import resolve_spec as resolve_spec
 from interlock.runtime.api.specs import spec_schema as spec_schema
 from interlock.runtime.api.specs import validate as validate
 
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def _blocking(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
-    @wraps(fn)
-    def call(*args: P.args, **kwargs: P.kwargs) -> T:
-        return asyncio.run(fn(*args, **kwargs))
-
-    return call
-
-
-def _iterating(fn: Callable[P, AsyncIterator[T]]) -> Callable[P, Iterator[T]]:
-    @wraps(fn)
-    def call(*args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
-        loop = asyncio.new_event_loop()
-        items = fn(*args, **kwargs)
-        try:
-            while True:
-                try:
-                    yield loop.run_until_complete(anext(items))
-                except StopAsyncIteration:
-                    return
-        finally:
-            aclose = getattr(items, "aclose", None)
-            if aclose is not None:
-                loop.run_until_complete(aclose())
-            loop.close()
-
-    return call
-
-
-cancel = _blocking(_sessions.cancel)
-consume_staged = _blocking(_interview.consume_staged)
-create = _blocking(_sessions.create)
-dispatch_agents = _blocking(_dispatching.dispatch_agents)
-draw_session = _blocking(_specs.draw_session)
-follow = _iterating(_sessions.follow)
-log = _blocking(_sessions.log)
-ralph_resume = _blocking(_ralph.ralph_resume)
-ralph_run = _blocking(_ralph.ralph_run)
-ralph_status = _blocking(_ralph.ralph_status)
-remove = _blocking(_sessions.remove)
-resume = _blocking(_sessions.resume)
+cancel = blocking(_sessions.cancel)
+consume_staged = blocking(_interview.consume_staged)
+create = blocking(_sessions.create)
+dispatch_agents = blocking(_dispatching.dispatch_agents)
+draw_session = blocking(_specs.draw_session)
+follow = iterating(_sessions.follow)
+log = blocking(_sessions.log)
+ralph_resume = blocking(_ralph.ralph_resume)
+ralph_run = blocking(_ralph.ralph_run)
+ralph_status = blocking(_ralph.ralph_status)
+remove = blocking(_sessions.remove)
+resume = blocking(_sessions.resume)
 resume_review = _interview.resume_blocking
 review = _interview.review_blocking
-send = _blocking(_sessions.send)
-sessions = _blocking(_sessions.sessions)
-staged = _blocking(_interview.staged)
-start = _blocking(_sessions.start)
-status = _blocking(_sessions.status)
+send = blocking(_sessions.send)
+sessions = blocking(_sessions.sessions)
+staged = blocking(_interview.staged)
+start = blocking(_sessions.start)
+status = blocking(_sessions.status)
 
 __all__ = [
     "SIGNAL_TYPES",
