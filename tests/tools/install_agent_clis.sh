@@ -13,25 +13,9 @@
 # DIR already holds this lockfile's install.
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-if [ -n "${1:-${INTERLOCK_AGENT_CLIS:-}}" ]; then
-  dir="${1:-$INTERLOCK_AGENT_CLIS}"
-else
-  lock_sha="$(sha256sum "$here/agent-clis/package-lock.json" | cut -c1-16)"
-  dir="${XDG_CACHE_HOME:-$HOME/.cache}/interlock/agent-clis/$lock_sha"
-  mkdir -p "$root/.cache"
-  ln -sfn "$dir" "$root/.cache/agent-clis"
-fi
-
-command -v node >/dev/null || { echo "install_agent_clis: node is not installed" >&2; exit 2; }
-command -v npm >/dev/null || { echo "install_agent_clis: npm is not installed" >&2; exit 2; }
-
-mkdir -p "$dir"
-if [ -f "$dir/.installed" ] && cmp -s "$dir/.installed" "$here/agent-clis/package-lock.json"; then
-  exit 0
-fi
-cp "$here/agent-clis/package.json" "$here/agent-clis/package-lock.json" "$dir/"
+# shellcheck source=tests/tools/pinned_npm.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pinned_npm.sh"
+pinned_npm_begin agent-clis "${1:-${INTERLOCK_AGENT_CLIS:-}}"
 cd "$dir"
 # `npm install` with the lockfile, not `npm ci`: opencode-ai lists its other platforms'
 # binaries as optional dependencies the lockfile cannot hold, which `npm ci` refuses.
@@ -40,5 +24,5 @@ for cli in claude codex gemini opencode; do
   "node_modules/.bin/$cli" --version >/dev/null 2>&1 \
     || { echo "install_agent_clis: $cli does not run after install" >&2; exit 1; }
 done
-cp "$here/agent-clis/package-lock.json" .installed
+pinned_npm_done agent-clis
 echo "agent CLIs installed in $dir: $(cd node_modules/.bin && echo claude codex gemini opencode)"
