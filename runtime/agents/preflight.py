@@ -160,7 +160,7 @@ def check_agent(name: str, config: AgentConfig, root: Path | str, *,
     by the other agents of the same check."""
     workdir = Path(config.cwd) if config.cwd else Path(root)
     env = {**(os.environ if environ is None else environ), **config.env}
-    agent = _Agent(config, workdir.absolute(), env, runs=runs)
+    agent = _Agent(config, workdir.absolute(), env, runs or Runs())
     return AgentCheck(name, config.cli, tuple(_findings(agent)), config, agent.workdir)
 
 
@@ -171,8 +171,8 @@ class _Agent:
     config: AgentConfig
     workdir: Path
     env: dict[str, str]
+    runs: Runs  # the commands run for this check (shared by its agents)
     exe: str = ""
-    runs: Runs | None = None  # shared by the agents of one check: each command runs once
 
     @property
     def home(self) -> Path:
@@ -180,10 +180,7 @@ class _Agent:
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str] | None:
         """The CLI run with ``args`` (None: it could not start, or timed out)."""
-        argv = [self.exe, *args]
-        if self.runs is None:
-            return _call(argv, self.workdir, self.env)
-        return self.runs.call(argv, self.workdir, self.env)
+        return self.runs.call([self.exe, *args], self.workdir, self.env)
 
     def which(self, program: str) -> str | None:
         """Where ``program`` is: on the agent's PATH, or a path (from its folder)."""
@@ -217,7 +214,11 @@ class Runs:
             if future is None:
                 future = self._done[key] = Future()
         if mine:
-            future.set_result(_call(argv, cwd, env))
+            try:
+                future.set_result(_call(argv, cwd, env))
+            except BaseException as exc:  # the waiters learn it too, instead of hanging
+                future.set_exception(exc)
+                raise
         return future.result()
 
 

@@ -28,7 +28,6 @@ from interlock.runtime.signals.addressing import RALPH_SESSIONS_DIR
 from interlock.runtime.signals.mailbox import Mailbox, write_atomically
 from interlock.runtime.signals.model import check_identifier
 
-SESSIONS_DIR = str(RALPH_SESSIONS_DIR)
 MARKERS = (" ", "/", "x", "F")
 _LINE = re.compile(r"^- \[(?P<m>[ /xF])\] (?P<id>[^:\s]+): (?P<title>.*?)(?: — (?P<why>.*))?$")
 
@@ -72,7 +71,7 @@ def parse_progress(text: str) -> tuple[list[Task], str | None]:
 
 
 def session_folder(root: Path, session_id: str) -> Path:
-    return root / SESSIONS_DIR / check_identifier(session_id, "Ralph session id")
+    return root / RALPH_SESSIONS_DIR / check_identifier(session_id, "Ralph session id")
 
 
 def write_text(path: Path, text: str) -> None:
