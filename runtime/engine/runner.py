@@ -71,12 +71,14 @@ from interlock.runtime.store.base import (
     Store,
     StoreError,
 )
+from interlock.runtime.store.wakeup import on_store_change
 
 POLLED = "polled"  # raised by the runtime when nothing more waits for the configuration
 MAX_POLLED_STEPS = 1_000  # polled steps in one pump (a checkpoint loop without a mailbox)
 _INVOKE_EVENTS = (INVOKE_DONE_PREFIX + ".", INVOKE_ERROR_PREFIX + ".")
 LEASE_TTL = 30.0
-INBOX_POLL = 0.1  # seconds between inbox checks (and cancel checks) while idle
+INBOX_POLL = 0.1  # seconds between inbox (and cancel) checks of a store with no wake-ups
+WATCHED_POLL = 1.0  # ... of a store that wakes the runner (a backstop: missed wake-ups)
 CHILD_GRACE = 0.5  # seconds between SIGTERM and SIGKILL for a cancelled runner's children
 
 
@@ -155,6 +157,7 @@ class Runner:
         self._cancel: CancelRequest | None = None  # seen while a step was under way
         self._commit_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
+        self._changed: asyncio.Event | None = None  # the store changed (see run)
         self._wake_loop: asyncio.AbstractEventLoop | None = None
         self.invoker: Invoker | None = None  # set when the spec has invoke: states
         self._invoke_notes: list[InvokeNote] = []  # from a stop, not journaled yet
@@ -504,21 +507,30 @@ class Runner:
         active, context = self._committed
         return self.session.enabled(event, data, configuration=active, context=context)
 
-    async def run(self, stop: asyncio.Event | None = None, poll: float = INBOX_POLL,
+    async def run(self, stop: asyncio.Event | None = None, poll: float | None = None,
                   on_step: Callable[[Step], None] | None = None) -> RunOutcome:
         """Pump until the session is final, failed, cancelled or ``stop`` is set;
         ``on_step`` sees each step. Returns how it ended.
 
         Steps run in a worker thread, so that while an action works (a sub-agent for
         minutes), this loop keeps the lease renewed, hears ``stop``, looks for a cancel
-        request (every ``poll`` seconds) and serves async bindings. A stop lets the step
-        under way finish and commit first; a cancel stops the runner's child processes
-        first, so that a step waiting on one ends.
+        request and serves async bindings. A stop lets the step under way finish and
+        commit first; a cancel stops the runner's child processes first, so that a step
+        waiting on one ends. Idle, the runner waits for a wake-up: a signal or an
+        invocation's end (:meth:`wake`), the store changing (another process sent an
+        event or a cancel: :mod:`interlock.runtime.store.wakeup`), the next timer's
+        deadline; it looks at the store every ``poll`` seconds besides (default
+        ``WATCHED_POLL`` when the store wakes it, else ``INBOX_POLL``).
         """
         stop = stop or asyncio.Event()
-        self.loop_ref.attach(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        self.loop_ref.attach(loop)
         self._wake = asyncio.Event()
-        self._wake_loop = asyncio.get_running_loop()
+        self._changed = asyncio.Event()
+        self._wake_loop = loop
+        unwatch = on_store_change(self.store, self._store_changed)
+        if poll is None:
+            poll = INBOX_POLL if unwatch is None else WATCHED_POLL
         renewer = asyncio.create_task(self._renew_until_cancelled())
         try:
             return await self._loop(stop, poll, on_step, renewer)
@@ -529,9 +541,18 @@ class Runner:
             self.outcome = RunOutcome("removed", reason=str(self._gone()))
             return self.outcome
         finally:
+            if unwatch is not None:
+                unwatch()
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError, SessionBusy, SessionGone):
                 await renewer
+
+    def _store_changed(self) -> None:
+        """The store may hold an event or a cancel request for this session (a hint)."""
+        loop, wake, changed = self._wake_loop, self._wake, self._changed
+        if loop is not None and wake is not None and changed is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(_set_both, wake, changed)
 
     async def _renew_until_cancelled(self) -> None:
         while True:
@@ -566,9 +587,17 @@ class Runner:
         """:meth:`pump` in a worker thread; meanwhile a cancel request stops the runner's
         child processes, so that a step waiting on one of them ends."""
         pumping = asyncio.ensure_future(asyncio.to_thread(self.pump))
+        changed = self._changed
+        assert changed is not None
         while True:
-            done, _ = await asyncio.wait([pumping], timeout=poll)
-            if done:
+            changing = asyncio.ensure_future(changed.wait())
+            try:
+                await asyncio.wait([pumping, changing], timeout=poll,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                changing.cancel()
+            changed.clear()
+            if pumping.done():
                 return pumping.result()
             if self._cancel is None:
                 request = await asyncio.to_thread(self._cancel_request)
@@ -751,6 +780,11 @@ class Runner:
                 raise self._gone() from None
             raise SessionBusy(f"lost the lease on session {self.session_id!r}")
         self.lease = renewed
+
+
+def _set_both(wake: asyncio.Event, changed: asyncio.Event) -> None:
+    wake.set()
+    changed.set()
 
 
 def _error_entry(seq: int, at: float, event: str, fault: Fault,

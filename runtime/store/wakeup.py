@@ -1,0 +1,103 @@
+"""Wake-ups from the store: an idle runner looks at its queue when the store changed.
+
+Every SQLite commit, by any process, goes through the write-ahead log: it modifies
+``<db>-wal`` (and the database file at a checkpoint). One watchdog observer per process
+watches the folders of the databases its runners use and calls their subscribers on each
+such modification, so an event sent by ``interlock send`` or a cancel request from
+another process is seen at once, without polling the store. The callbacks are hints (a
+commit for another session wakes a runner too, which then finds nothing): a runner still
+looks on a slow backstop interval, for file systems without inotify. Stores with no
+wake-up (PostgreSQL) return None: their runners poll.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import FileCreatedEvent, FileModifiedEvent, FileSystemEvent
+
+from interlock.runtime.store.base import Store
+
+Unsubscribe = Callable[[], None]
+
+
+class _Folder:
+    """The subscribers of the databases in one folder, and its watch."""
+
+    def __init__(self) -> None:
+        self.watch: Any = None
+        self.subscribers: dict[int, tuple[frozenset[str], Callable[[], None]]] = {}
+
+    def dispatch(self, event: FileSystemEvent) -> None:
+        if event.is_directory:
+            return
+        name = Path(os.fsdecode(event.src_path)).name
+        for names, callback in list(self.subscribers.values()):
+            if name in names:
+                callback()
+
+
+class StoreWatch:
+    """The process's watch over its SQLite databases (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._observer: Any = None
+        self._folders: dict[Path, _Folder] = {}
+        self._next = 0
+
+    def subscribe(self, database: Path, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback`` (on watchdog's thread) whenever ``database`` may have changed."""
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        folder_path = database.parent.resolve()
+        names = frozenset({database.name, f"{database.name}-wal"})
+        with self._lock:
+            if self._observer is None:
+                self._observer = Observer()
+                self._observer.daemon = True
+                self._observer.start()
+            folder = self._folders.get(folder_path)
+            if folder is None:
+                folder = self._folders[folder_path] = _Folder()
+                handler = FileSystemEventHandler()
+                handler.on_any_event = folder.dispatch  # type: ignore[method-assign]
+                folder.watch = self._observer.schedule(
+                    handler, str(folder_path), recursive=False,
+                    event_filter=[FileModifiedEvent, FileCreatedEvent])
+            token = self._next
+            self._next += 1
+            folder.subscribers[token] = (names, callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                folder.subscribers.pop(token, None)
+                if not folder.subscribers and self._folders.get(folder_path) is folder:
+                    del self._folders[folder_path]
+                    # the folder went away: so did its watch
+                    with contextlib.suppress(KeyError, OSError):
+                        self._observer.unschedule(folder.watch)
+
+        return unsubscribe
+
+
+_watch = StoreWatch()
+
+
+def on_store_change(store: Store, callback: Callable[[], None]) -> Unsubscribe | None:
+    """Call ``callback`` when ``store`` may hold something new; None when the store gives
+    no wake-ups (the caller polls)."""
+    from interlock.runtime.store.sqlite import SqliteStore
+
+    if not isinstance(store, SqliteStore):
+        return None
+    try:
+        return _watch.subscribe(store.path, callback)
+    except OSError:  # no inotify (or out of watches): poll instead
+        return None
