@@ -81,7 +81,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from interlock.runtime.signals.consumer import Consumer, Handled, Subscription
+from interlock.runtime.signals.consumer import Consumer, Handled, Subscriber, Subscription
 from interlock.runtime.signals.mailbox import Claim, Mailbox
 from interlock.runtime.signals.model import (
     MAX_SIGNAL_BYTES,
@@ -187,7 +187,7 @@ class _TimedConsumer(Consumer):
         self.hinted.setdefault(name, time.monotonic())
         super().hint(key, name)
 
-    def _handle(self, sub: Subscription, name: str) -> None:
+    def _handle(self, sub: Subscriber, name: str) -> None:
         self.handling.setdefault(name, time.monotonic())
         super()._handle(sub, name)
 

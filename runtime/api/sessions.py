@@ -9,7 +9,6 @@ the caller's event loop stays free. ``store`` is a store URL (default: SQLite in
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
@@ -27,8 +26,8 @@ from interlock.runtime.api.errors import Conflict, NotFound, UsageError
 from interlock.runtime.builtin.machines import (
     Builtin,
     BuiltinSetup,
-    DemoDriver,
     SessionPort,
+    Watchers,
     builtin_for,
     builtin_names,
     is_builtin_spec,
@@ -36,17 +35,18 @@ from interlock.runtime.builtin.machines import (
 from interlock.runtime.engine.bindings_loader import load_bindings
 from interlock.runtime.engine.context import SessionContext as SessionContext
 from interlock.runtime.engine.context import with_session
+from interlock.runtime.engine.host import SessionHost
 from interlock.runtime.engine.lifecycle import StatusInfo, list_sessions, status_of
-from interlock.runtime.engine.runner import Runner, new_session_id
+from interlock.runtime.engine.runner import new_session_id
 from interlock.runtime.engine.session import Step
 from interlock.runtime.engine.snapshot import Snapshot
-from interlock.runtime.inbox.session import InboxCount, SessionInbox, attach_inbox, inbox_count
+from interlock.runtime.inbox.session import InboxCount, attach_inbox, inbox_count
 from interlock.runtime.signals.model import SignalError, check_identifier
+from interlock.runtime.signals.session_feed import SignalFeed
 from interlock.runtime.store import (
     JournalEntry,
     SessionRow,
     Store,
-    open_store,
 )
 
 SessionStatus = Literal["running", "stopped", "failed", "finished", "cancelled"]
@@ -223,67 +223,6 @@ def _read_spec(spec: str | Path) -> tuple[str, str]:
         raise UsageError(f"cannot read spec {path}: {exc}") from None
 
 
-def _reap(store: Store, on_note: NoteCallback | None) -> None:
-    """Stop agent process groups that a dead runner or dispatcher left behind."""
-    from interlock.runtime.host.orphans import reap_orphans
-
-    for reaped in reap_orphans(store):
-        if on_note is not None:
-            on_note(f"stopped {reaped.describe()}")
-
-
-def _feed(runner: Runner, store: str | None, root: Path, enabled: bool, identity: str,
-          on_note: NoteCallback | None) -> Any:
-    """A live-signal consumer for the session's mailbox (a store connection of its own). It
-    takes signals for ALL and for its identity: ``signals_as``, else the machine's own
-    ``agent`` context field (a Ralph subagent's ``Ralph-Executor``), when it has one."""
-    if not enabled:
-        return None
-    agent = runner.session.context.get("agent")
-    if identity == "ALL" and isinstance(agent, str) and agent:
-        identity = agent
-    from interlock.runtime.signals.addressing import session_mailbox_dir
-    from interlock.runtime.signals.session_feed import SessionFeed
-
-    with translated():
-        check_identifier(identity, "signals_as")
-        folder = session_mailbox_dir(root, runner.session_id)
-        feed = SessionFeed(runner, open_store(store, root), folder, identity=identity)
-    if on_note is not None:
-        on_note(f"signals: {feed.mailbox.inputs} (interlock signal {runner.session_id} "
-                "STEER 'message')")
-    return feed
-
-
-async def _drive(runner: Runner, feed: Any, created: bool, stop: asyncio.Event | None,
-                 on_step: StepCallback | None, inbox: SessionInbox | None = None
-                 ) -> RunResult:
-    stop = stop or asyncio.Event()
-
-    def stepped(step: Step) -> None:
-        if on_step is not None:
-            on_step(step)
-        if feed is not None and step.accepted:
-            feed.stepped()  # signals waiting in inputs/ may be taken now; polled may be due
-
-    if feed is not None:
-        feed.start()
-    if inbox is not None:
-        inbox.start()
-    try:
-        with translated():
-            ended = await runner.run(stop, on_step=stepped)
-    finally:
-        if inbox is not None:
-            await inbox.stop()
-        if feed is not None:
-            feed.stop()
-            feed.store.close()
-        runner.close()
-    message = str(ended.failure) if ended.failure is not None else ended.reason
-    return RunResult(runner.session_id, ended.kind, runner.session.active, created, message)
-
-
 async def start(
     spec: str | Path, *, session_id: str | None = None,
     context: Mapping[str, Any] | None = None, bindings: BindingsArg = None,
@@ -318,28 +257,48 @@ async def start(
     if demo and builtin is not None:
         context = {**builtin.demo_context, **(context or {})}
     port = SessionPort()
-    raw = _bindings_for(builtin, bindings, text, path, allow_unbound, demo, session_id, base,
-                        on_note, port)
-    bound = _in_session(raw, session_id, base)
-    with opened_store(store, base) as opened:
-        await asyncio.to_thread(_reap, opened, on_note)
-        with translated():
-            runner, opened_as = await asyncio.to_thread(
-                Runner.open, opened, text, path, session_id=session_id, bindings=bound,
-                context=context, migrate=migrate, **_invokes(base, session_id, raw, demo))
-        verb = "started" if opened_as.created else "resumed"
+    with opened_store(store, base) as opened, translated():
+        assembled = builtin is not None and builtin.open_host is not None and bindings is None
+        if assembled:
+            assert builtin is not None and builtin.open_host is not None
+            host = await builtin.open_host(_setup(session_id, base, demo, port, store), opened,
+                                           context=context, stop=stop, on_step=on_step,
+                                           on_note=on_note)
+        else:
+            raw = _bindings_for(builtin, bindings, text, path, allow_unbound, demo, session_id,
+                                base, on_note, port, store)
+            host = await SessionHost.open(
+                opened, text, path, session_id=session_id,
+                bindings=_in_session(raw, session_id, base), context=context,
+                migrate=migrate, stop=stop, on_step=on_step, on_note=on_note,
+                **_invokes(base, session_id, raw, demo))
+        verb = "started" if host.created else "resumed"
         if on_note is not None:
-            on_note(f"session {runner.session_id} {verb} [{', '.join(runner.session.active)}] "
+            on_note(f"session {session_id} {verb} [{', '.join(host.runner.session.active)}] "
                     f"(store: {opened.url})")
-        inbox = attach_inbox(runner, store, base, on_note)
-        feed = _feed(runner, store, base, signals, signals_as, on_note)
-        stop = stop or asyncio.Event()
-        beside = _beside(builtin, port, runner, store, base,
-                         stop, demo, on_note)
-        try:
-            return await _drive(runner, feed, opened_as.created, stop, on_step, inbox)
-        finally:
-            await _end_beside(beside)
+        return await _run(host, builtin, port, store, base, signals, signals_as, demo,
+                          assembled)
+
+
+async def _run(host: SessionHost, builtin: Builtin | None, port: SessionPort,
+               store: str | None, root: Path, signals: bool, signals_as: str,
+               demo: bool, assembled: bool) -> RunResult:
+    """Run an opened session with its plugins: the inbox poller (when interlock.yaml has
+    ``inbox:``), the live-signal feed, a built-in's watchers; a host a built-in
+    ``assembled`` (``open_host``) came with its own signal feed, and takes no inbox."""
+    runner = host.runner
+    try:
+        feed = SignalFeed(store, root, signals_as) if signals and not assembled else None
+        inbox = None if assembled else attach_inbox(runner, store, root, host.note)
+    except BaseException:
+        runner.close()
+        raise
+    host.add(inbox, feed,
+             Watchers(builtin, port, store, root, demo) if builtin is not None else None)
+    ended = await host.run()
+    message = str(ended.failure) if ended.failure is not None else ended.reason
+    return RunResult(runner.session_id, ended.kind, runner.session.active, host.created,
+                     message)
 
 
 def _invokes(root: Path, session_id: str, bindings: Bindings,
@@ -355,67 +314,24 @@ def _invokes(root: Path, session_id: str, bindings: Bindings,
             "machines": machine_resolver(root, bindings, demo=demo)}
 
 
+def _setup(session_id: str, root: Path, demo: bool, port: SessionPort,
+           store: str | None) -> BuiltinSetup:
+    from interlock.runtime.signals.session_feed import session_dir
+
+    return BuiltinSetup(session_id, root, session_dir(root, session_id), demo, port=port,
+                        store_url=store)
+
+
 def _bindings_for(builtin: Builtin | None, bindings: BindingsArg, text: str, path: str,
                   allow_unbound: bool, demo: bool, session_id: str, root: Path,
-                  on_note: NoteCallback | None, port: SessionPort) -> Bindings:
+                  on_note: NoteCallback | None, port: SessionPort,
+                  store: str | None) -> Bindings:
     """The caller's bindings, else a built-in spec's own (``port`` connects their event
     sources to the session once its runner is open)."""
     if bindings is None and builtin is not None:
-        from interlock.runtime.signals.session_feed import session_dir
-
-        setup = BuiltinSetup(session_id, root, session_dir(root, session_id), demo, port=port)
+        setup = _setup(session_id, root, demo, port, store)
         return resolve_bindings(builtin.bindings(setup), text, path, allow_unbound, on_note)
     return resolve_bindings(bindings, text, path, allow_unbound, on_note)
-
-
-def _beside(builtin: Builtin | None, port: SessionPort, runner: Runner, store: str | None,
-            root: Path, stop: asyncio.Event, demo: bool,
-            on_note: NoteCallback | None) -> asyncio.Task[None] | None:
-    """Run a built-in's watchers (its bindings' event sources, on every run) and, for
-    ``demo``, its scripted stand-ins beside the runner; if one fails, the run stops."""
-    if builtin is None:
-        return None
-    plays = [*port.watchers, *([builtin.demo] if demo and builtin.demo is not None else [])]
-    if not plays:
-        return None
-    queue = open_store(store, root)  # a connection of its own for the sends
-
-    def send(event: str, data: dict[str, Any]) -> None:
-        queue.enqueue(runner.session_id, event, data, time.time())
-        runner.wake()
-
-    driver = DemoDriver(runner.session_id, lambda: runner.active, send,
-                        lambda: runner.session.context)
-    port.connect(driver, queue, on_note)
-
-    async def play(part: Callable[[DemoDriver], Any]) -> None:
-        try:
-            await part(driver)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a stand-in that fails stops the run, with the reason
-            if on_note is not None:
-                on_note(f"{builtin.name}: {type(exc).__name__}: {exc}")
-            stop.set()
-
-    async def together() -> None:
-        tasks = [asyncio.create_task(play(part)) for part in plays]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)  # their cleanup first
-            queue.close()
-
-    return asyncio.create_task(together())
-
-
-async def _end_beside(beside: asyncio.Task[None] | None) -> None:
-    if beside is not None:
-        beside.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await beside
 
 
 async def create(
@@ -449,31 +365,32 @@ async def resume(
     base = root_of(root)
     check_session_id(session_id)
     with opened_store(store, base) as opened:
-        await asyncio.to_thread(_reap, opened, on_note)
         with translated():
             row = await asyncio.to_thread(opened.get, session_id)
         if row.status in ("finished", "cancelled"):
             raise Conflict(f"session {session_id!r} is {row.status}; nothing to resume")
         builtin = builtin_for(row.spec_name) if is_builtin_spec(Path(row.spec_path)) else None
         port = SessionPort()
-        raw = _bindings_for(builtin, bindings, row.spec_text, row.spec_path, allow_unbound,
-                            False, session_id, base, on_note, port)
-        bound = _in_session(raw, session_id, base)
         with translated():
-            runner, _ = await asyncio.to_thread(
-                Runner.open, opened, None, row.spec_path, session_id=session_id,
-                bindings=bound, retry=retry, **_invokes(base, session_id, raw))
-        if on_note is not None:
-            on_note(f"session {session_id} resumed [{', '.join(runner.session.active)}]")
-        inbox = attach_inbox(runner, store, base, on_note)
-        feed = _feed(runner, store, base, signals, signals_as, on_note)
-        stop = stop or asyncio.Event()
-        beside = _beside(builtin, port, runner, store, base,
-                         stop, False, on_note)
-        try:
-            return await _drive(runner, feed, False, stop, on_step, inbox)
-        finally:
-            await _end_beside(beside)
+            assembled = builtin is not None and builtin.open_host is not None and bindings is None
+            if assembled:
+                assert builtin is not None and builtin.open_host is not None
+                host = await builtin.open_host(_setup(session_id, base, False, port, store),
+                                               opened, context=None, stop=stop,
+                                               on_step=on_step, on_note=on_note)
+            else:
+                raw = _bindings_for(builtin, bindings, row.spec_text, row.spec_path,
+                                    allow_unbound, False, session_id, base, on_note, port,
+                                    store)
+                host = await SessionHost.open(
+                    opened, None, row.spec_path, session_id=session_id,
+                    bindings=_in_session(raw, session_id, base), retry=retry, stop=stop,
+                    on_step=on_step, on_note=on_note, **_invokes(base, session_id, raw))
+            if on_note is not None:
+                on_note(f"session {session_id} resumed "
+                        f"[{', '.join(host.runner.session.active)}]")
+            return await _run(host, builtin, port, store, base, signals, signals_as, False,
+                              assembled)
 
 
 # -- events -----------------------------------------------------------------------------

@@ -11,14 +11,20 @@ configuration, not here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from interlock.machines.bindings import Bindings
 from interlock.runtime.builtin.specs import builtin_spec_dir
+from interlock.runtime.engine.host import HostPlugin, SessionHost
+from interlock.runtime.engine.runner import RunOutcome
+from interlock.runtime.engine.session import Step
+from interlock.runtime.store import Store, open_store
 
 
 class DemoDriver:
@@ -107,16 +113,90 @@ class BuiltinSetup:
     demo: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
     port: SessionPort = field(default_factory=SessionPort)
+    store_url: str | None = None  # the store the session is in (None: the default)
+
+
+class OpenHost(Protocol):
+    """A built-in that assembles its session's host itself (its plugins, agents and
+    child machines): the session opened (created with ``context``, or resumed) in
+    ``store``, ready to run."""
+
+    def __call__(self, setup: BuiltinSetup, store: Store, *,
+                 context: Mapping[str, Any] | None, stop: asyncio.Event | None,
+                 on_step: Callable[[Step], None] | None,
+                 on_note: Callable[[str], None] | None) -> Awaitable[SessionHost]: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Builtin:
-    """One built-in spec's runtime side."""
+    """One built-in spec's runtime side: its bindings, or ``open_host``, the whole
+    assembly of its session (``ralph_orchestrator``: the Ralph session's)."""
 
     name: str
     bindings: Callable[[BuiltinSetup], Bindings]
     demo_context: Mapping[str, Any] = field(default_factory=dict)
     demo: Callable[[DemoDriver], Awaitable[None]] | None = None
+    open_host: OpenHost | None = None
+
+
+class Watchers(HostPlugin):
+    """A built-in's own event sources (its bindings' watchers, on every run) and, for a
+    ``demo``, its scripted stand-ins, beside the runner as a plugin of the session's
+    host. Their sends go through a store connection of their own; if one fails, the run
+    stops with the reason noted."""
+
+    def __init__(self, builtin: Builtin, port: SessionPort, store_url: str | None,
+                 root: Path, demo: bool) -> None:
+        self.builtin = builtin
+        self.port = port
+        self.store_url = store_url
+        self.root = root
+        self.demo = demo
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, host: SessionHost) -> None:
+        demo = self.builtin.demo if self.demo else None
+        plays = [*self.port.watchers, *([demo] if demo is not None else [])]
+        if not plays:
+            return
+        runner = host.runner
+        queue = open_store(self.store_url, self.root)
+
+        def send(event: str, data: dict[str, Any]) -> None:
+            queue.enqueue(runner.session_id, event, data, time.time())
+            runner.wake()
+
+        driver = DemoDriver(runner.session_id, lambda: runner.active, send,
+                            lambda: runner.session.context)
+        self.port.connect(driver, queue, host.note)
+
+        async def play(part: Watcher) -> None:
+            try:
+                await part(driver)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a stand-in that fails stops the run, with the reason
+                host.note(f"{self.builtin.name}: {type(exc).__name__}: {exc}")
+                host.stop.set()
+
+        async def together() -> None:
+            tasks = [asyncio.create_task(play(part)) for part in plays]
+            try:
+                await asyncio.gather(*tasks)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)  # their cleanup first
+                queue.close()
+
+        self._task = asyncio.create_task(together())
+
+    async def stop(self, outcome: RunOutcome | None) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 _registered: dict[str, Builtin] = {}

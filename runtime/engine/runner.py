@@ -150,6 +150,9 @@ class Runner:
         # Set by a signal feed: whether the session's mailbox was scanned, with nothing
         # for the session in it, since the commit of this seq (None: no mailbox).
         self.mailbox_clear: Callable[[int], bool] | None = None
+        # Told of each committed step on the runner's loop, like run's on_step (a signal
+        # feed that serves a child machine's session, which no host runs).
+        self.step_listeners: list[Callable[[Step], None]] = []
         self._polled_in: tuple[str, ...] | None = None  # polled raised, configuration kept
         self._polled_off = -1  # the seq at which polled would fire no transition
         self.outcome: RunOutcome | None = None  # set once failed, cancelled or removed
@@ -568,6 +571,8 @@ class Runner:
             for step in await self._pump_watching(poll):
                 if on_step is not None:
                     on_step(step)
+                for listener in self.step_listeners:
+                    listener(step)
             if self.outcome is not None:
                 return self.outcome
             if self._cancel is None:
@@ -587,6 +592,7 @@ class Runner:
         """:meth:`pump` in a worker thread; meanwhile a cancel request stops the runner's
         child processes, so that a step waiting on one of them ends."""
         pumping = asyncio.ensure_future(asyncio.to_thread(self.pump))
+        pumping.add_done_callback(_retrieved)  # its error is raised here, or not needed
         changed = self._changed
         assert changed is not None
         while True:
@@ -780,6 +786,12 @@ class Runner:
                 raise self._gone() from None
             raise SessionBusy(f"lost the lease on session {self.session_id!r}")
         self.lease = renewed
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as seen (a step under way when the session went)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _set_both(wake: asyncio.Event, changed: asyncio.Event) -> None:

@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines.diagnostics import SpecError
-from interlock.runtime.engine.runner import Runner
+from interlock.runtime.engine.host import HostPlugin, SessionHost
+from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.inbox.base import InboxAdapter
 from interlock.runtime.inbox.config import PollerConfig, load_poller_config
 from interlock.runtime.inbox.model import InboxError, Lease, Message, Status
@@ -141,8 +142,9 @@ def invocations_in_flight(runner: Runner) -> int:
     return len(runner.invocations_in_flight())
 
 
-class SessionInbox:
-    """An :class:`InboxPoller` beside one runner (see the module docstring).
+class SessionInbox(HostPlugin):
+    """An :class:`InboxPoller` beside one runner, a plugin of its session's host (see the
+    module docstring).
 
     ``store`` must be a store connection of its own (the poller works in worker
     threads); it is closed by :meth:`stop`, like the adapter. ``is_idle`` replaces the
@@ -199,11 +201,11 @@ class SessionInbox:
                 self.note(f"inbox: {message.type} from {message.sender} ({message.id}) -> "
                           f"{event}")
 
-    def start(self) -> None:
+    async def start(self, host: SessionHost | None = None) -> None:
         """Run the poller on the running event loop until :meth:`stop`."""
         self._task = asyncio.create_task(self.poller.run())
 
-    async def stop(self) -> None:
+    async def stop(self, outcome: RunOutcome | None = None) -> None:
         """Stop polling (claimed, unfinished messages stay with the session), close."""
         self.poller.stop()
         task, self._task = self._task, None

@@ -1,28 +1,29 @@
 """Poll-Signals for the sessions of one Ralph run (seed 004 §2, §4).
 
 One mailbox, ``.ralph-sessions/<ID>/signals/``, serves the orchestrator session and the
-subagent session running under it (a child machine). A signal is offered to the innermost
-session whose identity it targets (``ALL``, ``Ralph-Executor``...) and whose current
-configuration accepts it (``Runner.accepts``: the same rule as the generic signal feed),
-claimed by an atomic rename, offered to that session's inbox keyed by the signal id (a
-signal re-read after a crash is never applied twice), and archived in ``processed/`` with
-its handling metadata. The orchestrator also takes STEER and INFO targeted at a subagent
-that is not running, at its checkpoints, and buffers them for that subagent's next
-invocation. Anything no session accepts now stays in ``inputs/`` for later (APPROVE waits
-for KNOWLEDGE_APPROVAL). Since the orchestrator accepts only ABORT while a subagent runs,
-the two never compete for the other signals (the seed's temporal demarcation).
+subagent session running under it (a child machine). :class:`RalphFeed` is that mailbox's
+subscriber in a :class:`~interlock.runtime.signals.consumer.Consumer` (watchdog hints,
+reconciliation scans, claims, exactly-once delivery, dead consumers' claims recovered):
+its routing offers a signal to the innermost session whose identity it targets (``ALL``,
+``Ralph-Executor``...) and whose current configuration accepts it (``Runner.accepts``),
+keyed by the signal id in that session's store inbox (a signal re-read after a crash is
+never applied twice), and the consumer archives it in ``processed/`` with its handling
+metadata. The orchestrator also takes STEER and INFO targeted at a subagent that is not
+running, at its checkpoints, and buffers them for that subagent's next invocation.
+Anything no session accepts now stays in ``inputs/`` for later (APPROVE waits for
+KNOWLEDGE_APPROVAL): every committed step of a session the feed serves asks for a scan.
+Since the orchestrator accepts only ABORT while a subagent runs, the two never compete
+for the other signals (the seed's temporal demarcation).
 
 Each session's runner asks the feed before it raises ``polled`` (``Runner.mailbox_clear``):
-the feed then scans at once, so a boundary costs one directory listing, not a poll
-interval; :meth:`RalphFeed.scan` also runs on the Ralph runner's tick for signals that
-arrive while a session waits (an agent running, PAUSED, KNOWLEDGE_APPROVAL).
+clear once a scan that started after its last commit offered it nothing; until then the
+question asks for a scan, whose end wakes the runner to ask again.
 
 A subagent session can end between being offered a signal and taking it (its agent
 answered just then): the signal is in its inbox, archived as handled by it, and would be
 lost with it. When a subagent's runner detaches, such signals are handed over to the
-session that invoked it, the orchestrator, at its next boundary (before ``polled``), once
-its configuration accepts them: INFO and STEER reach the later invocations, PAUSE pauses,
-ABORT aborts.
+session that invoked it, the orchestrator, at the next scan, once its configuration
+accepts them: INFO and STEER reach the later invocations, PAUSE pauses, ABORT aborts.
 """
 
 from __future__ import annotations
@@ -31,12 +32,15 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from interlock.runtime.engine.runner import Runner
-from interlock.runtime.host.owners import owner_is_dead
+from interlock.runtime.engine.host import HostPlugin, SessionHost
+from interlock.runtime.engine.runner import Runner, RunOutcome
+from interlock.runtime.engine.session import Step
 from interlock.runtime.ralph.config import IDENTITIES
 from interlock.runtime.ralph.folder import now_iso
+from interlock.runtime.signals.consumer import Consumer
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import UNIVERSAL_TYPES, Signal, SignalError, parse_signal
 from interlock.runtime.store import Store
@@ -58,63 +62,97 @@ def handling_action(signal: Signal, identity: str, state: str) -> str:
                 signal.type, f"delivered as {signal.event} in {state}")
 
 
-class RalphFeed:
-    """The mailbox of one Ralph session, feeding its runners (see the module docstring).
-    ``store`` should be a connection of its own; every method is thread-safe."""
+@dataclass(eq=False)
+class _Taker:
+    """A session the feed serves, and what its last scans did for it."""
+
+    runner: Runner
+    identity: str
+    listener: Callable[[Step], None]
+    offered: int = 0  # signals offered to its session so far
+    scan_from: tuple[int, int] | None = None  # (runner seq, offered) when a scan started
+    clear_seq: int = -1  # the latest seq a scan that offered it nothing started after
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    signal_id: str
+    taker: _Taker
+    buffered: bool  # a STEER/INFO for a subagent that the orchestrator keeps for it
+
+
+class RalphFeed(HostPlugin):
+    """The mailbox of one Ralph session, feeding its runners (see the module docstring);
+    a plugin of the orchestrator's host, and the subscriber of its own consumer.
+    ``store`` should be a connection of its own (used under the feed's lock)."""
 
     def __init__(self, mailbox: Mailbox, store: Store, owner: str,
-                 note: Notify | None = None) -> None:
+                 note: Notify | None = None, *, watch: bool = True) -> None:
         self.mailbox = mailbox
         self.store = store
-        self.owner = owner
         self.note = note or (lambda _text: None)
         self._lock = threading.RLock()
-        self._runners: list[tuple[Runner, str]] = []  # (runner, identity), outermost first
+        self._takers: list[_Taker] = []  # outermost first
         self._orphans: list[InboxItem] = []  # signals an ended subagent never took
+        self._route: _Route | None = None  # set by wants(), used by deliver()
+        self._detach: Callable[[], None] | None = None
+        self.consumer = Consumer(owner=owner, watch=watch)
+        self.consumer.add(self)
+
+    # -- as a plugin of the orchestrator's host -------------------------------------------
+
+    async def start(self, host: SessionHost) -> None:
+        self._detach = self.attach(host.runner, ORCHESTRATOR)
+        self.consumer.start()
+        host.note(f"signals: {self.mailbox.inputs} (interlock signal "
+                  f"{host.runner.session_id} STEER 'message')")
+
+    async def stop(self, outcome: RunOutcome | None) -> None:
+        self.consumer.stop()
+        if self._detach is not None:
+            self._detach()
+        self.store.close()
+
+    # -- sessions -------------------------------------------------------------------------
 
     def attach(self, runner: Runner, identity: str) -> Callable[[], None]:
         """Feed ``runner`` as ``identity``; returns the detach."""
-        entry = (runner, identity)
+
+        def stepped(step: Step) -> None:
+            if step.accepted:
+                self.consumer.rescan()  # what waits in inputs/ may be taken now
+
+        taker = _Taker(runner, identity, stepped)
         with self._lock:
-            self._runners.append(entry)
-        runner.mailbox_clear = lambda _seq: self.clear_for(runner)
+            self._takers.append(taker)
+        runner.mailbox_clear = lambda seq: self._clear(taker, seq)
+        runner.step_listeners.append(stepped)
+        self.consumer.rescan()
 
         def detach() -> None:
             with self._lock:
                 with contextlib.suppress(ValueError):
-                    self._runners.remove(entry)
+                    self._takers.remove(taker)
                 if identity != ORCHESTRATOR and runner.session.is_final:
                     self._orphans += [item for item in self.store.inbox(runner.session_id)
                                       if item.event.startswith("signal.")]
             runner.mailbox_clear = None
+            with contextlib.suppress(ValueError):
+                runner.step_listeners.remove(stepped)
+            self.consumer.rescan()
 
         return detach
 
-    def _hand_over(self, runner: Runner) -> bool:
-        """Offer the orchestrator (``runner``, the outermost) the signals an ended subagent
-        never took, those its configuration accepts now; whether it was offered any."""
-        with self._lock:
-            if not self._orphans or not self._runners or self._runners[0][0] is not runner:
-                return False
-            kept, offered = [], False
-            for item in self._orphans:
-                if not runner.accepts(item.event, item.data):
-                    kept.append(item)
-                    continue
-                key = f"{item.data.get('signal_id') or item.id}"
-                self.store.offer(runner.session_id, item.event, item.data, time.time(), key)
-                self.note(f"{now_iso()}   {item.event.removeprefix('signal.')} "
-                          f"{item.data.get('message') or ''}: {ORCHESTRATOR}: its subagent "
-                          "ended before taking it")
-                offered = True
-            self._orphans = kept
-        if offered:
-            runner.wake()
-        return offered
+    def _clear(self, taker: _Taker, seq: int) -> bool:
+        """Whether a scan that started once commit ``seq`` was made offered ``taker``
+        nothing; if not yet, one is asked for (its end wakes the runner)."""
+        if taker.clear_seq >= seq:
+            return True
+        self.consumer.rescan()
+        return False
 
     def send(self, runner: Runner, event: str, data: dict[str, Any]) -> None:
-        """Queue ``event`` for ``runner``'s session and wake it (under the feed's lock:
-        the runners' threads share this store)."""
+        """Queue ``event`` for ``runner``'s session and wake it."""
         with self._lock:
             self.store.enqueue(runner.session_id, event, data, time.time())
         runner.wake()
@@ -124,52 +162,88 @@ class RalphFeed:
         with self._lock:
             return bool(self.store.inbox(runner.session_id))
 
-    def clear_for(self, runner: Runner) -> bool:
-        """Whether the mailbox holds nothing ``runner`` accepts now (what it asks before it
-        raises ``polled``); a signal another session accepts is offered to it meanwhile."""
-        if self._hand_over(runner):
-            return False
-        while True:
-            taker = self.scan()
-            if taker is None:
-                return True
-            if taker is runner:
-                return False
+    # -- as the mailbox's subscriber (on the consumer's thread) ---------------------------
 
-    def scan(self) -> Runner | None:
-        """Offer the oldest signal some session accepts now to the innermost such session;
-        which runner took it (None: nothing was taken)."""
+    def scan_started(self) -> None:
         with self._lock:
-            runners = list(reversed(self._runners))
-            for name, signal in pending(self.mailbox, quarantine=True):
-                for runner, identity in runners:
-                    if self._offer(signal, name, runner, identity):
-                        return runner
-            return None
+            self._hand_over()
+            for taker in self._takers:
+                taker.scan_from = (taker.runner.seq, taker.offered)
 
-    def _offer(self, signal: Signal, name: str, runner: Runner, identity: str) -> bool:
-        orchestrator = identity == ORCHESTRATOR
-        mine = signal.target in ("ALL", identity)
+    def scan_done(self) -> None:
+        with self._lock:
+            cleared = []
+            for taker in self._takers:
+                started, taker.scan_from = taker.scan_from, None
+                if started is not None and started[1] == taker.offered \
+                        and started[0] > taker.clear_seq:
+                    taker.clear_seq = started[0]
+                    cleared.append(taker.runner)
+        for runner in cleared:
+            runner.wake()  # its question before `polled` has an answer now
+
+    def wants(self, signal: Signal) -> bool:
+        with self._lock:
+            self._route = next((route for taker in reversed(self._takers)
+                                if (route := self._routed(signal, taker)) is not None), None)
+            return self._route is not None
+
+    def _routed(self, signal: Signal, taker: _Taker) -> _Route | None:
+        orchestrator = taker.identity == ORCHESTRATOR
+        mine = signal.target in ("ALL", taker.identity)
         buffered = (orchestrator and not mine and signal.type in ("STEER", "INFO")
                     and signal.target in IDENTITIES.values())
         if not (mine or buffered) or (not orchestrator and signal.type not in UNIVERSAL_TYPES):
-            return False
-        if not runner.accepts(signal.event, signal.event_data()):
-            return False
-        claim = self.mailbox.claim(name, self.owner)
-        if claim is None:
-            return False
-        self.store.offer(runner.session_id, signal.event, signal.event_data(), time.time(),
-                         signal.id)
+            return None
+        if not taker.runner.accepts(signal.event, signal.event_data()):
+            return None
+        return _Route(signal.id, taker, buffered)
+
+    def handler_of(self, signal: Signal) -> str:
+        route = self._route
+        return route.taker.identity if route is not None else ORCHESTRATOR
+
+    def deliver(self, signal: Signal, handled_at: str) -> str:
+        with self._lock:
+            route = self._route
+            if route is None or route.signal_id != signal.id:
+                if not self.wants(signal):
+                    raise LookupError(f"no session of this Ralph run takes {signal.id} now")
+                route = self._route
+                assert route is not None
+            runner, identity = route.taker.runner, route.taker.identity
+            self.store.offer(runner.session_id, signal.event, signal.event_data(),
+                             time.time(), signal.id)
+            route.taker.offered += 1
         state = runner.active[-1] if runner.active else "?"
-        action = (f"buffered for {signal.target}'s next invocation" if buffered
+        action = (f"buffered for {signal.target}'s next invocation" if route.buffered
                   else handling_action(signal, identity, state))
-        self.mailbox.finish(claim, {"handled_by": identity, "handled_at": now_iso(),
-                                    "action_taken": action})
         self.note(f"{now_iso()}   {signal.type} ({signal.target}) {signal.message or ''}: "
                   f"{identity}: {action}")
         runner.wake()
-        return True
+        return action
+
+    def _hand_over(self) -> None:
+        """Offer the orchestrator (the outermost session) the signals an ended subagent
+        never took, those its configuration accepts now (under the lock)."""
+        if not self._orphans or not self._takers \
+                or self._takers[0].identity != ORCHESTRATOR:
+            return
+        orchestrator = self._takers[0]
+        runner = orchestrator.runner
+        kept = []
+        for item in self._orphans:
+            if not runner.accepts(item.event, item.data):
+                kept.append(item)
+                continue
+            key = f"{item.data.get('signal_id') or item.id}"
+            self.store.offer(runner.session_id, item.event, item.data, time.time(), key)
+            orchestrator.offered += 1
+            self.note(f"{now_iso()}   {item.event.removeprefix('signal.')} "
+                      f"{item.data.get('message') or ''}: {ORCHESTRATOR}: its subagent "
+                      "ended before taking it")
+            runner.wake()
+        self._orphans = kept
 
 
 def pending(mailbox: Mailbox, *, quarantine: bool = False) -> Iterator[tuple[str, Signal]]:
@@ -206,18 +280,3 @@ def take_signals(mailbox: Mailbox, identity: str, owner: str,
                                "action_taken": action})
         taken.append(signal)
     return taken
-
-
-def recover_claims(mailbox: Mailbox) -> None:
-    """Signals a dead consumer claimed but did not archive go back to ``inputs/`` (or are
-    dropped when already in ``processed/``)."""
-    for owner in mailbox.owners_with_claims():
-        if not owner_is_dead(owner):
-            continue
-        for name in list(mailbox.claimed(owner)):
-            path = mailbox.claims / owner / name
-            if mailbox.is_finished(name):
-                path.unlink(missing_ok=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    path.rename(mailbox.inputs / name)

@@ -6,16 +6,18 @@ lives). Its invoking states run each subagent invocation as a child session of
 ``specs/ralph_subagent.yaml`` (``invoke: machine:``), whose ``implementing`` state invokes
 the role's agent as a process and whose ``gating`` state invokes the gates: the engine
 starts them on entry, cancels them on exit (ABORT stops the process group), journals
-them, and adopts them after a crash (docs/invoke.md). :class:`RalphRun` gives that
-composition its outside world:
+them, and adopts them after a crash (docs/invoke.md). The session runs in the engine's
+:class:`~interlock.runtime.engine.host.SessionHost`, like every session; :class:`RalphRun`
+opens it and is its plugin, giving that composition its outside world:
 
 - the agent resolver (``interlock.yaml`` agents, else the offline demo roles; behind a
   cassette's recorder or player with ``--record``/``--replay``) and the machine resolver
   that binds ``ralph_subagent`` to this session folder;
 - the mailbox (:class:`~interlock.runtime.ralph.feed.RalphFeed`): Poll-Signals for the
   orchestrator and the subagent running under it;
-- the limits (iterations, runtime, cost, no progress), checked on every look: the session
-  stops, resumable, with the stop reason in ``metadata.yaml``;
+- the limits (iterations, runtime, cost, no progress), checked after every step of the
+  orchestrator and at the runtime's deadline: the session stops, resumable, with the stop
+  reason in ``metadata.yaml``;
 - ``metadata.yaml``'s state and the notes people read;
 - the review menu for rejected tasks (``ralph.review_rejections``) in ``ralph run``'s
   terminal, while the session waits in ``awaiting_corrections``.
@@ -27,13 +29,14 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from interlock.runtime.builtin.specs import builtin_spec_dir
 from interlock.runtime.engine.context import SessionContext, with_session
+from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.invoke import AgentResolver
 from interlock.runtime.engine.invoke_agents import agent_resolver
 from interlock.runtime.engine.invoke_machine import (
@@ -42,12 +45,12 @@ from interlock.runtime.engine.invoke_machine import (
     MachineRequest,
     MachineResolver,
 )
-from interlock.runtime.engine.runner import Runner
+from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.engine.session import Step
 from interlock.runtime.host.owners import default_owner
 from interlock.runtime.ralph.bindings import make_bindings, to_correct
 from interlock.runtime.ralph.config import RalphConfig
-from interlock.runtime.ralph.feed import ORCHESTRATOR, RalphFeed, recover_claims
+from interlock.runtime.ralph.feed import RalphFeed
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
 from interlock.runtime.ralph.limits import (
     FileHashes,
@@ -62,7 +65,6 @@ from interlock.runtime.store.base import SessionNotFound
 
 SPEC_NAME = "ralph_orchestrator"
 SUBAGENT = "ralph_subagent"
-TICK = 0.02  # seconds between looks at the mailbox and the limits while the session waits
 RALPH_STATES = ("PLANNING", "EXECUTING_BATCH", "REVIEWING_BATCH", "REPLANNING",
                 "KNOWLEDGE_APPROVAL", "PAUSED", "ABORTING", "COMPLETE")
 Notify = Callable[[str], None]
@@ -119,9 +121,11 @@ def subagent_machines(root: Path, config: RalphConfig,
     return resolve
 
 
-class RalphRun:
-    """One runner of one Ralph session (see the module docstring). ``agents`` wraps the
-    agent resolver (a cassette's recorder or player)."""
+class RalphRun(HostPlugin):
+    """One run of one Ralph session (see the module docstring): it opens the
+    orchestrator's :class:`~interlock.runtime.engine.host.SessionHost` (:meth:`open`) and
+    is its plugin, with the session's :class:`RalphFeed`. ``agents`` wraps the agent
+    resolver (a cassette's recorder or player)."""
 
     def __init__(self, root: Path, session_id: str, config: RalphConfig, *,
                  store_url: str | None = None, agents: WrapAgents | None = None,
@@ -146,20 +150,26 @@ class RalphRun:
         self.state = ""
         self._ended: list[float] = []  # costs of the invocations ended since the last look
         self._hashes: FileHashes = {}  # the project's file hashes, for progress digests
+        self._host: SessionHost | None = None
+        self._looks: asyncio.Queue[None] | None = None  # a look is due (a step, a deadline)
+        self._moved: asyncio.Event | None = None  # the orchestrator committed a step
+        self._worker: asyncio.Task[None] | None = None
+        self._deadline: asyncio.TimerHandle | None = None
+        self.feed: RalphFeed | None = None
 
     # -- opening ------------------------------------------------------------------------
 
-    def _open(self, store: Store, feed: RalphFeed) -> Runner:
+    async def open(self, store: Store, *, context: Mapping[str, Any] | None = None,
+                   stop: asyncio.Event | None = None,
+                   on_step: Callable[[Step], None] | None = None) -> SessionHost:
+        """The session's host: the orchestrator (created or resumed) with its bindings,
+        agents and subagents, its mailbox feed and this run as plugins. ``context`` adds
+        to a new session's context."""
+        feed = RalphFeed(self.folder.mailbox(), open_store(self.store_url, self.root),
+                         self.owner, self.note)
         bindings = with_session(make_bindings(self.folder, self._over_limit,
                                               self._asks_corrections),
                                 SessionContext.of(self.folder.id, self.folder.path))
-        context = {"session_id": self.folder.id,
-                   "knowledge_approval_timeout": self.config.knowledge_approval_timeout}
-        spec_text: str | None = None
-        try:
-            store.get(self.folder.id)
-        except SessionNotFound:
-            spec_text = spec_path().read_text(encoding="utf-8")
         agents = agent_resolver(self.root)
         if self.wrap_agents is not None:
             agents = self.wrap_agents(agents)
@@ -170,84 +180,120 @@ class RalphRun:
                       + f" (#{child.session.context.get('seq')}, {child.session_id})")
             return feed.attach(child, str(child.session.context.get("agent")))
 
-        runner, _ = Runner.open(store, spec_text, str(spec_path()), session_id=self.folder.id,
-                                bindings=bindings, context=context, agents=agents,
-                                machines=subagent_machines(self.root, self.config, attach,
-                                                           staged=store),
-                                owner=self.owner)
-        return runner
+        try:
+            spec_text: str | None = None
+            try:
+                await asyncio.to_thread(store.get, self.folder.id)
+            except SessionNotFound:
+                spec_text = spec_path().read_text(encoding="utf-8")
+            host = await SessionHost.open(
+                store, spec_text, str(spec_path()), session_id=self.folder.id,
+                bindings=bindings, owner=self.owner, stop=stop, on_step=on_step,
+                on_note=self.note,
+                context={"session_id": self.folder.id,
+                         "knowledge_approval_timeout": self.config.knowledge_approval_timeout,
+                         **(context or {})},
+                agents=agents,
+                machines=subagent_machines(self.root, self.config, attach, staged=store))
+        except BaseException:
+            feed.store.close()
+            raise
+        self.feed = feed
+        return host.add(feed, self)
 
     async def run(self, stop: asyncio.Event | None = None) -> RalphResult:
-        stop = stop or asyncio.Event()
-        mailbox = self.folder.mailbox()
-        recover_claims(mailbox)
+        """Open the session's host and run it to its end (see :class:`RalphResult`)."""
         store = open_store(self.store_url, self.root)
-        queue = open_store(self.store_url, self.root)
-        feed = RalphFeed(mailbox, queue, self.owner, self.note)
         try:
-            runner = await asyncio.to_thread(self._open, store, feed)
-            detach = feed.attach(runner, ORCHESTRATOR)
-            self.folder.update_metadata(status="running", stop_reason=None, stop=None,
-                                        ended_at=None,
-                                        max_iterations=self.config.max_iterations)
-            self.note(f"ralph session {self.folder.id} [{ralph_state(runner.active)}]")
-            changed = asyncio.Event()
-
-            def stepped(step: Step) -> None:
-                if step.event and step.event.startswith("done.invoke."):
-                    out = (step.data or {}).get("output") or {}
-                    self._ended.append(float(out.get("cost_usd") or 0.0))
-                changed.set()
-
-            engine = asyncio.create_task(runner.run(stop, on_step=stepped, poll=0.25))
-            try:
-                while not engine.done():
-                    await self._look(runner, feed, stop)
-                    if stop.is_set():
-                        break
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(changed.wait(), TICK)
-                    changed.clear()
-                ended = await engine
-                await self._look(runner, feed, stop)  # the last steps' notes and limits
-            finally:
-                stop.set()
-                if not engine.done():
-                    engine.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await engine
-                detach()
-                await asyncio.to_thread(runner.close)
-            return self._result(runner, ended.kind,
-                                str(ended.failure) if ended.failure else ended.reason)
+            host = await self.open(store, stop=stop)
+            ended = await host.run()
+            return self.result(host.runner, ended)
         finally:
             store.close()
-            queue.close()
 
-    def _result(self, runner: Runner, kind: str, reason: str | None) -> RalphResult:
+    def result(self, runner: Runner, ended: RunOutcome) -> RalphResult:
+        """How the run ended, written to metadata.yaml."""
+        kind = ended.kind
+        reason = str(ended.failure) if ended.failure else ended.reason
         meta = self.folder.metadata()
         if runner.session.is_final:
             outcome = "aborted" if meta.get("status") == "aborted" else "completed"
             self.folder.update_metadata(limits=self.limits.to_json(),
                                         ended_at=meta.get("completed_at") or now_iso())
             return RalphResult(self.folder.id, outcome)
-        ended = now_iso()
+        ended_at = now_iso()
         if self.failed is not None:
-            self.folder.update_metadata(stop_reason=self.failed, ended_at=ended)
+            self.folder.update_metadata(stop_reason=self.failed, ended_at=ended_at)
             return RalphResult(self.folder.id, "paused", self.failed)
         if self.limit is not None:
             self.folder.update_metadata(stop=self.stop_info, stop_reason=self.limit,
-                                        ended_at=ended)
+                                        ended_at=ended_at)
             return RalphResult(self.folder.id, "limit", self.limit)
         if kind == "failed":
-            self.folder.update_metadata(status="failed", stop_reason=reason, ended_at=ended)
+            self.folder.update_metadata(status="failed", stop_reason=reason, ended_at=ended_at)
             return RalphResult(self.folder.id, "failed", reason)
-        self.folder.update_metadata(stop_reason=f"runner stopped ({kind})", ended_at=ended)
+        self.folder.update_metadata(stop_reason=f"runner stopped ({kind})", ended_at=ended_at)
         return RalphResult(self.folder.id, "stopped", reason)
+
+    # -- as the host's plugin -----------------------------------------------------------
+
+    async def start(self, host: SessionHost) -> None:
+        self._host = host
+        self._looks = asyncio.Queue()
+        self._moved = asyncio.Event()
+        await asyncio.to_thread(self.folder.update_metadata, status="running",
+                                stop_reason=None, stop=None, ended_at=None,
+                                max_iterations=self.config.max_iterations)
+        self.note(f"ralph session {self.folder.id} [{ralph_state(host.runner.active)}]")
+        self._worker = asyncio.create_task(self._work())
+        self._look_soon()
+        if self.config.max_runtime is not None:  # a look when the runtime runs out
+            due = self.limits.started_at + self.config.max_runtime - time.time()
+            self._deadline = asyncio.get_running_loop().call_later(
+                max(0.0, due) + 0.01, self._look_soon)
+
+    def on_step(self, step: Step) -> None:
+        if step.event and step.event.startswith("done.invoke."):
+            out = (step.data or {}).get("output") or {}
+            self._ended.append(float(out.get("cost_usd") or 0.0))
+        if self._moved is not None:
+            self._moved.set()
+        self._look_soon()
+
+    async def stop(self, outcome: RunOutcome | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+        reviewing, self._reviewing = self._reviewing, None
+        if reviewing is not None:
+            reviewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reviewing
+        if self._host is not None:
+            await self._look(self._host, final=True)  # the last steps' notes and limits
+
+    def _look_soon(self) -> None:
+        if self._looks is not None:
+            self._looks.put_nowait(None)
+
+    async def _work(self) -> None:
+        """One look at a time, after the steps (and deadlines) that asked for one."""
+        looks, host = self._looks, self._host
+        assert looks is not None and host is not None
+        while True:
+            await looks.get()
+            while not looks.empty():  # the steps queued meanwhile: one look serves them
+                looks.get_nowait()
+            await self._look(host)
 
     # -- one look -----------------------------------------------------------------------
 
-    async def _look(self, runner: Runner, feed: RalphFeed, stop: asyncio.Event) -> None:
+    async def _look(self, host: SessionHost, *, final: bool = False) -> None:
+        runner, stop = host.runner, host.stop
         ctx = runner.session.context
         state = ralph_state(runner.active)
         if state != self.state:
@@ -257,11 +303,12 @@ class RalphRun:
                                         iteration=ctx.get("iteration", 1))
             why = self.folder.metadata().get("paused_for") if state == "PAUSED" else None
             self.note(f"{now_iso()} {state}" + (f": {why}" if why else ""))
-            if why and not self.wait:  # a failure to fix first: say so and end the run
+            if why and not self.wait and not final:  # a failure to fix first: end the run
                 self.failed = str(why)
                 stop.set()
                 return
-        await self._corrections(runner, feed, stop)
+        if not final:
+            await self._corrections(runner, stop)
         if self._ended:
             costs, self._ended = self._ended, []
             n = int(ctx.get("iteration", 1))
@@ -271,12 +318,10 @@ class RalphRun:
             for cost in costs:
                 self.limits.invocation_done(digest, cost)
             await asyncio.to_thread(self.folder.update_metadata, limits=self.limits.to_json())
-        if runner.session.is_final:
+        if runner.session.is_final or final:
             return
         if self._reached(ctx):
             stop.set()
-            return
-        await asyncio.to_thread(feed.scan)
 
     def _asks_corrections(self) -> bool:
         return self.config.asks_corrections(terminal=self.review is not None)
@@ -307,10 +352,9 @@ class RalphRun:
         threading.Thread(target=ask, name="ralph-review", daemon=True).start()
         if not await answered:
             return False
-        return await _waiting(runner, tasks)
+        return await self._waiting(runner, tasks)
 
-    async def _corrections(self, runner: Runner, feed: RalphFeed, stop: asyncio.Event
-                           ) -> None:
+    async def _corrections(self, runner: Runner, stop: asyncio.Event) -> None:
         """While the session waits for corrections: open the review menu for them in
         this terminal (once at a time); a session left waiting by an earlier run that
         now asks none (no terminal under ``auto``) goes on without."""
@@ -320,6 +364,8 @@ class RalphRun:
             if stopped:  # the human stopped the menu: the session stays waiting
                 stop.set()
                 return
+        feed = self.feed
+        assert feed is not None
         if self._reviewing is not None or stop.is_set() \
                 or WAITING_FOR_CORRECTIONS not in runner.active \
                 or await asyncio.to_thread(feed.queued, runner):  # a resume, say: first
@@ -331,7 +377,7 @@ class RalphRun:
                    else "no terminal to review in")
             await asyncio.to_thread(feed.send, runner, "resume",
                                     {"message": None, "reason": why})
-            self._reviewing = asyncio.create_task(_waiting(runner))
+            self._reviewing = asyncio.create_task(self._waiting(runner))
         elif self.review is not None:
             self.note(f"{now_iso()} review of the rejected tasks: {', '.join(tasks)}")
             self._reviewing = asyncio.create_task(self._review_here(runner, tasks))
@@ -339,7 +385,21 @@ class RalphRun:
             self.note(f"{now_iso()} waiting for corrections of {', '.join(tasks)}: "
                       f"interlock ralph review {self.folder.id} TASK (or interlock ralph "
                       f"resume {self.folder.id} to go on without)")
-            self._reviewing = asyncio.create_task(_waiting(runner))
+            self._reviewing = asyncio.create_task(self._waiting(runner))
+        self._reviewing.add_done_callback(lambda _task: self._look_soon())
+
+    async def _waiting(self, runner: Runner, tasks: list[str] | None = None) -> bool:
+        """Done when the session has left ``awaiting_corrections`` or, given ``tasks``,
+        took their corrections (looked at after each of the orchestrator's steps)."""
+        moved = self._moved
+        assert moved is not None
+        while True:
+            moved.clear()
+            if WAITING_FOR_CORRECTIONS not in runner.active or (
+                    tasks is not None
+                    and not set(tasks) & set(to_correct(runner.session.context))):
+                return True
+            await moved.wait()
 
     def _limit(self, ctx: Any) -> StopReason | None:
         """The first of the engine's limits (:mod:`interlock.runtime.ralph.limits`) the
@@ -361,15 +421,6 @@ class RalphRun:
             self.limit = reason.detail
             self.stop_info = reason.to_json()
         return reason is not None
-
-
-async def _waiting(runner: Runner, tasks: list[str] | None = None) -> bool:
-    """Done when the session has left ``awaiting_corrections`` or, given ``tasks``, took
-    their corrections."""
-    while WAITING_FOR_CORRECTIONS in runner.active and (
-            tasks is None or set(tasks) & set(to_correct(runner.session.context))):
-        await asyncio.sleep(TICK)
-    return True
 
 
 def _task_note(task: Any) -> str:

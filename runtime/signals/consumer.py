@@ -13,9 +13,10 @@ current state takes them; anything else stays in ``inputs/``), claim (atomic ren
 deliver, then write the handling metadata and drop the claim. Malformed files go to
 ``rejected/`` with their reason. A delivery that raises leaves the claim in place; it is
 retried on the next scan. Claims of consumers that died (known by pid and start time:
-:mod:`interlock.runtime.host.owners`) are adopted and finished;
-delivery is idempotent by signal id (the session store's ``offer``), so a crash between
-claim and metadata never applies a signal twice.
+:mod:`interlock.runtime.host.owners`) are adopted and finished, or put back into
+``inputs/`` when this consumer's routing does not take them now; delivery is idempotent
+by signal id (the session store's ``offer``), so a crash between claim and metadata never
+applies a signal twice.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from watchdog.events import (
     FileClosedEvent,
@@ -94,11 +95,29 @@ class Rejected:
     reason: str
 
 
+class Subscriber(Protocol):
+    """One mailbox as a consumer serves it: which signals it wants (routing), how each is
+    delivered, who handled it (``handling_metadata.handled_by``), and what to do when a
+    full scan of the mailbox starts and when it is done."""
+
+    mailbox: Mailbox
+
+    def wants(self, signal: Signal) -> bool: ...
+
+    def deliver(self, signal: Signal, handled_at: str) -> str: ...
+
+    def handler_of(self, signal: Signal) -> str: ...
+
+    def scan_started(self) -> None: ...
+
+    def scan_done(self) -> None: ...
+
+
 @dataclass
 class Subscription:
-    """One mailbox as this consumer serves it. ``identity`` is the target name it answers
-    to besides ALL; ``types`` the signal types it takes; ``accepts`` decides for
-    state-specific types (APPROVE, SKIP): absent, they are never taken."""
+    """One mailbox for one taker. ``identity`` is the target name it answers to besides
+    ALL; ``types`` the signal types it takes; ``accepts`` decides for state-specific types
+    (APPROVE, SKIP): absent, they are never taken."""
 
     mailbox: Mailbox
     deliver: Deliver
@@ -114,6 +133,9 @@ class Subscription:
     def handler_name(self) -> str:
         return self.handled_by or self.identity
 
+    def handler_of(self, signal: Signal) -> str:
+        return self.handler_name
+
     def wants(self, signal: Signal) -> bool:
         if signal.target not in (TARGET_ALL, self.identity):
             return False
@@ -122,6 +144,14 @@ class Subscription:
         if signal.type in STATE_SPECIFIC_TYPES:
             return self.accepts is not None and self.accepts(signal)
         return self.accepts is None or self.accepts(signal)
+
+    def scan_started(self) -> None:
+        if self.before_scan is not None:
+            self.before_scan()
+
+    def scan_done(self) -> None:
+        if self.after_scan is not None:
+            self.after_scan()
 
 
 @dataclass
@@ -203,7 +233,7 @@ class Consumer:
         self.watch = watch
         self.now = now
         self.stats = ConsumerStats()
-        self._subs: dict[Path, Subscription] = {}
+        self._subs: dict[Path, Subscriber] = {}
         self._queue: queue.SimpleQueue[tuple[Path | None, str]] = queue.SimpleQueue()
         self._announced: dict[Path, set[str]] = {}
         self._stop = threading.Event()
@@ -215,7 +245,7 @@ class Consumer:
 
     # -- subscriptions ------------------------------------------------------------------
 
-    def add(self, subscription: Subscription) -> None:
+    def add(self, subscription: Subscriber) -> None:
         key = subscription.mailbox.inputs.resolve()
         with self._lock:
             self._subs[key] = subscription
@@ -224,7 +254,7 @@ class Consumer:
             self._watch(key, subscription)
         self.rescan(key)
 
-    def _watch(self, key: Path, subscription: Subscription) -> None:
+    def _watch(self, key: Path, subscription: Subscriber) -> None:
         self._observer.schedule(_Hints(self, key), str(key), recursive=False,
                                 event_filter=_HINT_EVENTS)
 
@@ -335,8 +365,7 @@ class Consumer:
         if sub is None:
             return
         self.stats.scans += 1
-        if sub.before_scan is not None:
-            sub.before_scan()
+        sub.scan_started()
         self._recover(sub)
         announced = self._announced[key]
         for name in sub.mailbox.pending():
@@ -346,12 +375,11 @@ class Consumer:
                 self.stats.missed += 1
             self._handle(sub, name)
         announced.clear()
-        if sub.after_scan is not None:
-            sub.after_scan()
+        sub.scan_done()
 
     # -- one signal ---------------------------------------------------------------------
 
-    def _handle(self, sub: Subscription, name: str) -> None:
+    def _handle(self, sub: Subscriber, name: str) -> None:
         mailbox = sub.mailbox
         raw = mailbox.peek(name, MAX_SIGNAL_BYTES)
         if raw is None:
@@ -374,7 +402,7 @@ class Consumer:
             return
         self._complete(sub, claim, signal)
 
-    def _complete(self, sub: Subscription, claim: Claim, signal: Signal) -> None:
+    def _complete(self, sub: Subscriber, claim: Claim, signal: Signal) -> None:
         if sub.mailbox.is_finished(claim.name):  # finished before a crash: only the claim
             sub.mailbox.drop_claim(claim)         # was left. It was delivered; whether it was
             return                                # also reported (on_handled) is unknown
@@ -386,15 +414,16 @@ class Consumer:
             log.exception("delivering signal %s failed; it stays claimed and is retried",
                           signal.id)
             return
-        metadata = {"handled_by": sub.handler_name, "handled_at": handled_at,
+        handler = sub.handler_of(signal)
+        metadata = {"handled_by": handler, "handled_at": handled_at,
                     "action_taken": action, "signal_id": signal.id,
                     "consumer": self.owner}
         sub.mailbox.finish(claim, metadata)
         self.stats.handled += 1
         if self.on_handled is not None:
-            self.on_handled(Handled(signal, sub.mailbox, sub.handler_name, handled_at, action))
+            self.on_handled(Handled(signal, sub.mailbox, handler, handled_at, action))
 
-    def _recover(self, sub: Subscription) -> None:
+    def _recover(self, sub: Subscriber) -> None:
         """Finish our own unfinished claims, and adopt those of dead consumers."""
         mailbox = sub.mailbox
         for owner in mailbox.owners_with_claims():
@@ -413,6 +442,9 @@ class Consumer:
                     signal = parse_signal(claim.raw, name)
                 except SignalError as exc:
                     mailbox.reject_claim(claim, str(exc))
+                    continue
+                if not mine and not mailbox.is_finished(name) and not sub.wants(signal):
+                    mailbox.release(claim)  # not for this consumer now: back in line
                     continue
                 self._complete(sub, claim, signal)
             if not mine:

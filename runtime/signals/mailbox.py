@@ -207,6 +207,12 @@ class Mailbox:
         self.drop_claim(claim)
         return final
 
+    def release(self, claim: Claim) -> None:
+        """Put a claimed signal back into ``inputs/`` (a dead consumer's claim that this
+        consumer does not take now); it keeps its name, so its place in the order."""
+        with contextlib.suppress(FileNotFoundError):
+            claim.path.rename(self.inputs / claim.name)
+
     def drop_claim(self, claim: Claim) -> None:
         """Remove a claim whose signal is already in ``processed/`` (a second copy)."""
         with contextlib.suppress(FileNotFoundError):

@@ -19,11 +19,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from interlock.runtime.engine.runner import Runner
+from interlock.runtime.engine.host import HostPlugin, SessionHost
+from interlock.runtime.engine.runner import Runner, RunOutcome
+from interlock.runtime.engine.session import Step
 from interlock.runtime.signals.consumer import Consumer, Subscription
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SIGNAL_TYPES, TARGET_ALL, Signal, check_identifier
-from interlock.runtime.store import Store
+from interlock.runtime.store import Store, open_store
 
 SESSIONS_DIR = Path(".interlock") / "sessions"
 
@@ -88,3 +90,42 @@ class SessionFeed:
         self.consumer.stop()
         if self.runner.mailbox_clear == self.clear_since:
             self.runner.mailbox_clear = None
+
+
+class SignalFeed(HostPlugin):
+    """A session's live signals, as a plugin of its host: a :class:`SessionFeed` on the
+    session's mailbox (:func:`~interlock.runtime.signals.addressing.session_mailbox_dir`)
+    with a store connection of its own. It takes signals for ALL and for ``identity``,
+    else, under ALL, for the machine's own ``agent`` context field when it has one (a
+    Ralph subagent's ``Ralph-Executor``)."""
+
+    def __init__(self, store_url: str | None, root: Path, identity: str = TARGET_ALL) -> None:
+        self.store_url = store_url
+        self.root = root
+        self.identity = check_identifier(identity, "signals_as")
+        self.feed: SessionFeed | None = None
+
+    async def start(self, host: SessionHost) -> None:
+        from interlock.runtime.signals.addressing import session_mailbox_dir
+
+        runner = host.runner
+        identity = self.identity
+        agent = runner.session.context.get("agent")
+        if identity == TARGET_ALL and isinstance(agent, str) and agent:
+            identity = check_identifier(agent, "the session's agent")
+        folder = session_mailbox_dir(self.root, runner.session_id)
+        self.feed = SessionFeed(runner, open_store(self.store_url, self.root), folder,
+                                identity=identity)
+        host.note(f"signals: {self.feed.mailbox.inputs} (interlock signal "
+                  f"{runner.session_id} STEER 'message')")
+        self.feed.start()
+
+    def on_step(self, step: Step) -> None:
+        if self.feed is not None and step.accepted:
+            self.feed.stepped()  # signals waiting in inputs/ may be taken now
+
+    async def stop(self, outcome: RunOutcome | None) -> None:
+        feed, self.feed = self.feed, None
+        if feed is not None:
+            feed.stop()
+            feed.store.close()

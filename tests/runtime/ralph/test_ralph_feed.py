@@ -1,6 +1,6 @@
 """The Ralph feed's hand-over: a signal offered to a subagent session that ended before
 taking it reaches the orchestrator at its next boundary, once it accepts it (real
-runners, a real SQLite store, a real mailbox folder)."""
+runners, a real SQLite store, a real mailbox folder, the consumer's scans run inline)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from interlock.machines.bindings import Call
 from interlock.runtime.engine.runner import Runner
+from interlock.runtime.host.owners import default_owner
 from interlock.runtime.ralph.feed import ORCHESTRATOR, RalphFeed
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.store.sqlite import SqliteStore
@@ -61,7 +62,8 @@ def test_a_signal_a_subagent_ended_before_taking_goes_to_the_orchestrator(
         store: SqliteStore, tmp_path: Path) -> None:
     orchestrator = open_session(store, tmp_path, ORCHESTRATOR_SPEC, "s")
     subagent = open_session(store, tmp_path, SUBAGENT_SPEC, "s.0001-executor")
-    feed = RalphFeed(Mailbox(tmp_path / "signals"), store, "test")
+    feed = RalphFeed(Mailbox(tmp_path / "signals"), store, default_owner("test"),
+                     watch=False)  # scanned inline below
     feed.attach(orchestrator, ORCHESTRATOR)
     detach = feed.attach(subagent, "Ralph-Executor")
     # the race: the feed offers INFO to the working subagent, whose agent answers first
@@ -73,12 +75,17 @@ def test_a_signal_a_subagent_ended_before_taking_goes_to_the_orchestrator(
     assert subagent.session.is_final and "infos" not in subagent.session.context
     detach()
     subagent.close()
-    assert feed.clear_for(orchestrator)  # in `invoking` it accepts no INFO: kept for later
+    assert not orchestrator.mailbox_clear(orchestrator.seq)  # no scan since: one is asked
+    feed.consumer.run_once()
+    assert orchestrator.mailbox_clear(orchestrator.seq)  # `invoking` takes no INFO: kept
     store.enqueue("s", "done", {}, 0.0)
-    orchestrator.pump()  # done, then the boundary: the hand-over comes before `polled`
+    orchestrator.pump()  # done; at the boundary the mailbox is not known to be clear
+    assert orchestrator.session.context["infos"] == []
+    feed.consumer.run_once()  # the scan hands the INFO over, before any `polled`
     orchestrator.pump()
     assert orchestrator.session.context["infos"] == ["read on phones"]
-    assert feed.clear_for(orchestrator)  # handed over once: nothing is left to offer
+    feed.consumer.run_once()
+    assert orchestrator.mailbox_clear(orchestrator.seq)  # handed over once: nothing left
     orchestrator.pump()
     assert orchestrator.session.context["infos"] == ["read on phones"]
     orchestrator.close()
