@@ -71,7 +71,7 @@ class SessionPort:
     the durable session its bindings serve.
 
     The façade connects the port once the session's runner is open, on every run (start
-    or resume): :meth:`send` then queues an event in the store inbox, where the runner
+    or resume): :meth:`send` then queues an event in the store's event queue, where the runner
     takes it as its next step (journaled like any sent event), and wakes the runner.
     ``store`` is the port's own store connection (for an agent registry), usable on the
     runner's event loop. Coroutines given to :meth:`watch` run beside the runner on that

@@ -1,9 +1,9 @@
 """Runner: drives one Session from the store, one committed step at a time.
 
 A runner owns its session through a lease (one owner at a time; a dead owner's lease
-expires and the session can be taken over). Every step, whether an inbox event or a due
-timer, is committed in one store transaction: journal entry, snapshot, and the inbox
-item it consumed. A crash before the commit leaves the event in the inbox and the
+expires and the session can be taken over). Every step, whether a queued event or a due
+timer, is committed in one store transaction: journal entry, snapshot, and the queued
+event it consumed. A crash before the commit leaves the event in the queue and the
 previous snapshot in place, so the step is redone once, never applied twice. Actions'
 effects outside the context (files, processes) are at-least-once across a crash.
 
@@ -151,7 +151,7 @@ class Runner:
         self._polled_in: tuple[str, ...] | None = None  # polled raised, configuration kept
         self._polled_off = -1  # the seq at which polled would fire no transition
         self.outcome: RunOutcome | None = None  # set once failed, cancelled or removed
-        self._revive: list[DeadLetter] = []  # dead letters to retry before the inbox
+        self._revive: list[DeadLetter] = []  # dead letters to retry before the queue
         self._cancel: CancelRequest | None = None  # seen while a step was under way
         self._commit_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
@@ -195,7 +195,7 @@ class Runner:
 
         A ``failed`` session resumes (it becomes active again). Its dead letters stay
         where they are (kept for inspection) unless ``retry``: then they are delivered
-        again, in order, before anything in the inbox. A cancelled session cannot be
+        again, in order, before anything in the event queue. A cancelled session cannot be
         resumed (SessionClosed). StepFailed if a new session's initial entry raises
         (nothing is stored: there is no earlier state to keep).
 
@@ -311,7 +311,7 @@ class Runner:
     # -- stepping ---------------------------------------------------------------------
 
     def pump(self) -> list[Step]:
-        """One pass: dead letters being retried first, then the inbox in order; before
+        """One pass: dead letters being retried first, then the event queue in order; before
         each event, the timers already due fire (they are older news than the event being
         taken now). Stops early once the session failed or a cancel was seen."""
         self._keep_lease()
@@ -319,7 +319,7 @@ class Runner:
         while self._revive and self.outcome is None and self._cancel is None:
             steps += self._retry(self._revive.pop(0))
         steps += self._fire_due()
-        for item in self.store.inbox(self.session_id):
+        for item in self.store.queued_events(self.session_id):
             if self.session.is_final or self.outcome is not None or self._cancel is not None:
                 break
             steps += self._deliver("event", item.event, item.data, consumed=[item.id])
@@ -332,7 +332,7 @@ class Runner:
         return steps
 
     def _raise_polled(self) -> list[Step]:
-        """Checkpoints advance by themselves: once the inbox is drained and the mailbox
+        """Checkpoints advance by themselves: once the event queue is drained and the mailbox
         (when the session has one) was scanned after the last step and holds nothing the
         configuration accepts, ``polled`` is raised, once per configuration, if it would
         fire a transition now."""
@@ -345,7 +345,7 @@ class Runner:
         if self._polled_off == self.seq or not self.session.enabled(POLLED):
             self._polled_off = self.seq  # not until the next commit changes the context
             return []
-        if self.store.inbox(self.session_id):
+        if self.store.queued_events(self.session_id):
             return []  # events came in meanwhile: they go first (next pump)
         self._polled_in = active  # reset by a step that changes the configuration
         return self._deliver("event", POLLED, {}) + self._fire_due()
@@ -490,7 +490,7 @@ class Runner:
         self.wake()
 
     def wake(self) -> None:
-        """Look at the inbox now instead of at the next poll (thread-safe; for a signal
+        """Look at the event queue now instead of at the next poll (thread-safe; for a signal
         consumer that has just queued an event)."""
         loop, wake = self._wake_loop, self._wake
         if loop is not None and wake is not None:

@@ -44,7 +44,7 @@ from interlock.runtime.inbox.config import PollerConfig, load_poller_config
 from interlock.runtime.inbox.model import InboxError, Lease, Message, Status
 from interlock.runtime.inbox.poller import InboxPoller
 from interlock.runtime.store import Store, open_store
-from interlock.runtime.store.base import InboxItem, StoreError
+from interlock.runtime.store.base import QueuedEvent, StoreError
 
 INBOX_EVENT = "inbox.message"
 INFO_EVENT = "signal.INFO"
@@ -109,14 +109,14 @@ def may_take_inbox(spec_text: str) -> bool:
     return any(word in spec_text for word in ("inbox", "signal", "*"))
 
 
-def inbox_count(store: Store, session_id: str, queued: list[InboxItem] | None = None,
+def inbox_count(store: Store, session_id: str, queued: list[QueuedEvent] | None = None,
                 spec_text: str | None = None) -> InboxCount | None:
     """The session's inbox count from its journal and queue; None when no inbox message
-    ever reached it. ``queued`` is the session's store inbox when the caller has it;
+    ever reached it. ``queued`` is the session's event queue when the caller has it;
     with ``spec_text``, a spec that cannot take deliveries is answered without a read."""
     if spec_text is not None and not may_take_inbox(spec_text):
         return None
-    items = queued if queued is not None else store.inbox(session_id)
+    items = queued if queued is not None else store.queued_events(session_id)
     pending = sum(_is_delivery(i.event, i.data) for i in items)
     taken = sum(e.kind in ("event", "rejected") and _is_delivery(e.event, e.data)
                 for e in store.journal(session_id, -1))

@@ -5,7 +5,7 @@ The review menu and the poller interview are real sessions of ``review_menu`` an
 agent and is stepped here in the caller's thread. The poller interview invokes its agent
 (``invoke:`` in ``consulting``), so its runner runs on its own (:class:`LiveSession`):
 the front end waits until the session is at a question, shows ``context.question``, and
-the answer goes into the session's inbox as the machine's events
+the answer goes into the session's event queue as the machine's events
 (:func:`answer_events`). Killed half-way, the poller session is where its last committed
 step left it: :func:`resume_interview` asks the next unanswered question with the earlier
 answers kept, and an agent call in flight is adopted (``on_resume: adopt``).

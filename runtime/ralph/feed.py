@@ -40,7 +40,7 @@ from interlock.runtime.ralph.folder import now_iso
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import UNIVERSAL_TYPES, Signal, SignalError, parse_signal
 from interlock.runtime.store import Store
-from interlock.runtime.store.base import InboxItem
+from interlock.runtime.store.base import QueuedEvent
 
 ORCHESTRATOR = IDENTITIES["orchestrator"]
 PEEK_BYTES = 64 * 1024
@@ -70,7 +70,7 @@ class RalphFeed:
         self.note = note or (lambda _text: None)
         self._lock = threading.RLock()
         self._runners: list[tuple[Runner, str]] = []  # (runner, identity), outermost first
-        self._orphans: list[InboxItem] = []  # signals an ended subagent never took
+        self._orphans: list[QueuedEvent] = []  # signals an ended subagent never took
 
     def attach(self, runner: Runner, identity: str) -> Callable[[], None]:
         """Feed ``runner`` as ``identity``; returns the detach."""
@@ -84,7 +84,7 @@ class RalphFeed:
                 with contextlib.suppress(ValueError):
                     self._runners.remove(entry)
                 if identity != ORCHESTRATOR and runner.session.is_final:
-                    self._orphans += [item for item in self.store.inbox(runner.session_id)
+                    self._orphans += [item for item in self.store.queued_events(runner.session_id)
                                       if item.event.startswith("signal.")]
             runner.mailbox_clear = None
 
@@ -122,7 +122,7 @@ class RalphFeed:
     def queued(self, runner: Runner) -> bool:
         """Whether events wait in ``runner``'s session inbox (not taken yet)."""
         with self._lock:
-            return bool(self.store.inbox(runner.session_id))
+            return bool(self.store.queued_events(runner.session_id))
 
     def clear_for(self, runner: Runner) -> bool:
         """Whether the mailbox holds nothing ``runner`` accepts now (what it asks before it

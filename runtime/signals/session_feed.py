@@ -1,9 +1,9 @@
 """Live signals into a running session: a mailbox consumer that feeds a Runner.
 
 Each signal becomes the session event ``signal.<TYPE>`` (data: signal_id, target,
-message, iteration), offered to the session's inbox in the store keyed by the signal id,
+message, iteration), offered to the session's event queue in the store keyed by the signal id,
 so a signal re-delivered after a consumer crash is never applied twice. The runner is
-woken at once instead of at its next inbox poll. A signal that no active state accepts
+woken at once instead of at its next look at the queue. A signal that no active state accepts
 stays in ``inputs/`` (seed 004: peek, and leave what the current context does not take)
 and is looked at again after every step, so an APPROVE waits for KNOWLEDGE_APPROVAL.
 "Accepts" includes guards: a signal whose transitions are all guarded false now stays too.

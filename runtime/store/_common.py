@@ -9,10 +9,10 @@ from typing import Any
 from interlock.runtime.store.base import (
     AgentRecord,
     DeadLetter,
-    InboxItem,
     InvocationRecord,
     JournalEntry,
     Lease,
+    QueuedEvent,
     SessionNotFound,
     SessionRow,
     StaleSession,
@@ -24,7 +24,7 @@ SESSION_COLUMNS = (
     " created_at, updated_at"
 )
 JOURNAL_COLUMNS = "seq, at, kind, event, data, before_states, after_states, note"
-INBOX_COLUMNS = "id, session_id, event, data, enqueued_at"
+QUEUE_COLUMNS = "id, session_id, event, data, enqueued_at"
 AGENT_COLUMNS = "id, pgid, pid, owner, argv, started_at, session_id"
 INVOCATION_COLUMNS = ("id, session_id, invoke, state, argv, spool, started_at, pid, pgid,"
                       " start_ticks, outcome, reason, ended_at")
@@ -68,8 +68,8 @@ def entry_from(values: Sequence[Any], decode: Decode) -> JournalEntry:
     )
 
 
-def item_from(values: Sequence[Any], decode: Decode) -> InboxItem:
-    return InboxItem(
+def queued_from(values: Sequence[Any], decode: Decode) -> QueuedEvent:
+    return QueuedEvent(
         id=int(values[0]), session_id=values[1], event=values[2], data=decode(values[3]),
         enqueued_at=float(values[4]),
     )

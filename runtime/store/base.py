@@ -1,11 +1,16 @@
-"""The store contract: where sessions, their journal, their inbox and their leases live,
-and the agent process groups dispatchers started (so orphans can be found after a crash).
+"""The store contract: where sessions, their journal, their event queue and their leases
+live, and the agent process groups dispatchers started (so orphans can be found after a
+crash).
+
+"Inbox" is not a store word: it names the seed-002 message inbox (runtime/inbox). Events
+waiting for a session's runner are its *event queue* (``enqueue``, ``offer``,
+``queued_events``).
 
 One interface, two implementations (SQLite, the embedded default; PostgreSQL by URL),
 one contract test suite run against both (tests/test_store_contract.py).
 
 A step is committed atomically: journal entries appended, the snapshot replaced, the
-sequence number bumped and the inbox items it consumed deleted, in one transaction. The
+sequence number bumped and the queued events it consumed deleted, in one transaction. The
 commit is fenced twice: by the sequence number the runner last saw (``expected_seq``) and
 by its lease token, so a runner that lost its lease can never overwrite a newer state.
 
@@ -79,7 +84,9 @@ class JournalEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class InboxItem:
+class QueuedEvent:
+    """An event in a session's event queue, waiting for its runner to take it."""
+
     id: int  # increasing per store: the delivery order
     session_id: str
     event: str
@@ -99,9 +106,9 @@ class Lease:
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
-    """An event whose step failed (an action or guard raised), kept out of the inbox.
+    """An event whose step failed (an action or guard raised), kept out of the event queue.
 
-    ``kind`` is "event" (an inbox item or a direct send) or "timer" (an ``after`` timer
+    ``kind`` is "event" (a queued event or a direct send) or "timer" (an ``after`` timer
     event that fired). ``id`` increases per store: the order the letters were buried in;
     when handing new letters to ``commit_step`` it is ignored (the store assigns it).
     """
@@ -201,7 +208,7 @@ class Store(Protocol):
     ) -> int:
         """Atomically append ``entries``, replace the snapshot and status (and the spec,
         when ``spec`` is given: a migration), delete the
-        ``consumed`` inbox items (ids not queued for this session are ignored), add the
+        ``consumed`` queued events (ids not queued for this session are ignored), add the
         ``buried`` dead letters (their ids and session ids are assigned here), delete the
         ``revived`` dead letters (ids of other sessions are ignored), and set
         seq to ``expected_seq + 1`` (returned) and updated_at to ``now``.
@@ -220,7 +227,7 @@ class Store(Protocol):
         """Queue an event like ``enqueue``, at most once per (session, ``key``), ever: for
         deliveries that may be repeated (a signal re-sent after a crash), keyed by the
         sender's id for it. Returns the new item's id, or None when ``key`` was offered to
-        this session before: None means the key's item is in the session's inbox or was
+        this session before: None means the key's item is in the session's event queue or was
         consumed into its journal, by this caller or another. The key and the item are
         written in one transaction, so neither exists without the other; concurrent offers
         of one key queue one item and none fails. A call that had to be retried returns its
@@ -230,7 +237,7 @@ class Store(Protocol):
     def delivered(self, session_id: str, key: str) -> bool:
         """Whether ``key`` was ever offered to the session (its item may be consumed)."""
 
-    def inbox(self, session_id: str) -> builtins.list[InboxItem]:
+    def queued_events(self, session_id: str) -> builtins.list[QueuedEvent]:
         """Queued items, oldest first."""
 
     def acquire(self, session_id: str, owner: str, ttl: float, now: float,
@@ -261,7 +268,7 @@ class Store(Protocol):
         """The pending cancel request, if any (kept until the session is deleted)."""
 
     def delete(self, session_id: str) -> None:
-        """Delete the session with its journal, inbox, dead letters, delivery keys and
+        """Delete the session with its journal, event queue, dead letters, delivery keys and
         lease. A runner still holding it finds SessionNotFound on its next commit."""
 
     def record_agent(self, record: AgentRecord) -> None:

@@ -24,9 +24,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from interlock.runtime.store._common import (
     AGENT_COLUMNS,
     DEAD_COLUMNS,
-    INBOX_COLUMNS,
     INVOCATION_COLUMNS,
     JOURNAL_COLUMNS,
+    QUEUE_COLUMNS,
     SESSION_COLUMNS,
     agent_exists,
     agent_from,
@@ -42,10 +42,10 @@ from interlock.runtime.store._common import (
     invocation_exists,
     invocation_from,
     invocation_params,
-    item_from,
     journal_params,
     lease_from,
     not_found,
+    queued_from,
     session_from,
     session_params,
 )
@@ -54,10 +54,10 @@ from interlock.runtime.store.base import (
     AgentRecord,
     CancelRequest,
     DeadLetter,
-    InboxItem,
     InvocationRecord,
     JournalEntry,
     Lease,
+    QueuedEvent,
     SessionExists,
     SessionRow,
     SpecSource,
@@ -536,14 +536,14 @@ class PostgresStore:
 
         return self._run(body, _rerun)
 
-    def inbox(self, session_id: str) -> builtins.list[InboxItem]:
-        def body(conn: Conn) -> builtins.list[InboxItem]:
+    def queued_events(self, session_id: str) -> builtins.list[QueuedEvent]:
+        def body(conn: Conn) -> builtins.list[QueuedEvent]:
             self._require(conn, session_id)
             rows = conn.execute(
-                f"SELECT {INBOX_COLUMNS} FROM inbox WHERE session_id = %s ORDER BY id",
+                f"SELECT {QUEUE_COLUMNS} FROM inbox WHERE session_id = %s ORDER BY id",
                 (session_id,),
             ).fetchall()
-            return [item_from(values, _same) for values in rows]
+            return [queued_from(values, _same) for values in rows]
 
         return self._run(body, _rerun)
 

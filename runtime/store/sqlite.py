@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 from interlock.runtime.store._common import (
     AGENT_COLUMNS,
     DEAD_COLUMNS,
-    INBOX_COLUMNS,
     INVOCATION_COLUMNS,
     JOURNAL_COLUMNS,
+    QUEUE_COLUMNS,
     SESSION_COLUMNS,
     agent_exists,
     agent_from,
@@ -38,10 +38,10 @@ from interlock.runtime.store._common import (
     invocation_exists,
     invocation_from,
     invocation_params,
-    item_from,
     journal_params,
     lease_from,
     not_found,
+    queued_from,
     session_from,
     session_params,
 )
@@ -50,10 +50,10 @@ from interlock.runtime.store.base import (
     AgentRecord,
     CancelRequest,
     DeadLetter,
-    InboxItem,
     InvocationRecord,
     JournalEntry,
     Lease,
+    QueuedEvent,
     SessionExists,
     SessionRow,
     SpecSource,
@@ -455,14 +455,14 @@ class SqliteStore:
 
         return self._read(body)
 
-    def inbox(self, session_id: str) -> builtins.list[InboxItem]:
-        def body(conn: sqlite3.Connection) -> builtins.list[InboxItem]:
+    def queued_events(self, session_id: str) -> builtins.list[QueuedEvent]:
+        def body(conn: sqlite3.Connection) -> builtins.list[QueuedEvent]:
             self._require(conn, session_id)
             rows = conn.execute(
-                f"SELECT {INBOX_COLUMNS} FROM inbox WHERE session_id = ? ORDER BY id",
+                f"SELECT {QUEUE_COLUMNS} FROM inbox WHERE session_id = ? ORDER BY id",
                 (session_id,),
             ).fetchall()
-            return [item_from(values, json.loads) for values in rows]
+            return [queued_from(values, json.loads) for values in rows]
 
         return self._read(body)
 

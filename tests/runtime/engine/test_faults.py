@@ -78,7 +78,7 @@ def test_an_action_raising_on_the_third_event_fails_the_session(store: SqliteSto
     assert error[0].data["binding"] == "record" and error[0].data["mark"] == failure.mark
     (letter,) = store.dead_letters("r1")
     assert (letter.kind, letter.event, letter.data) == ("event", "record", {"n": 3})
-    assert [i.event for i in store.inbox("r1")] == ["record", "done"]  # n=4 still queued
+    assert [i.event for i in store.queued_events("r1")] == ["record", "done"]  # n=4 still queued
 
 
 def test_resume_continues_without_the_failed_event(store: SqliteStore) -> None:
@@ -140,7 +140,7 @@ def test_a_spec_handling_error_execution_goes_on(store: SqliteStore) -> None:
     assert row.snapshot["context"]["seen"] == [1, 2]
     kinds = [(e.kind, e.event) for e in store.journal("h1")]
     assert ("error", "record") in kinds and ("event", "error.execution") in kinds
-    assert store.dead_letters("h1") == [] and store.inbox("h1") == []
+    assert store.dead_letters("h1") == [] and store.queued_events("h1") == []
 
 
 def test_a_failing_timer_goes_to_the_dead_letters_and_retry_refires_it(

@@ -207,7 +207,7 @@ def test_each_message_offered_once_even_by_a_second_poller(tmp_path: Path) -> No
         second.poller.start()
         _advance_to_next(second, clock)
         assert second.delivered == 0 and "claim" not in again.calls
-        assert [i.event for i in store.inbox("s1")] == ["inbox.message"] * 3
+        assert [i.event for i in store.queued_events("s1")] == ["inbox.message"] * 3
         assert inbox_count(store, "s1") == InboxCount(3, 3)
         runner.pump()
         assert sorted(runner.session.context["got"]) == sorted(ids)
