@@ -129,7 +129,7 @@ MIGRATIONS: list[tuple[str, ...]] = [
             session_id TEXT
         )""",
     ),
-    (  # 3: offer keys, kept after their inbox item is consumed (no foreign key on inbox_id)
+    (  # 3: offer keys, kept after their queued event is consumed (no foreign key on inbox_id)
         """CREATE TABLE deliveries (
             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
             key TEXT NOT NULL,
@@ -179,6 +179,17 @@ MIGRATIONS: list[tuple[str, ...]] = [
             config JSONB NOT NULL,
             staged_at DOUBLE PRECISION NOT NULL
         )""",
+    ),
+    (  # 7: the event queue is no inbox ("inbox" is the seed-002 inbox's word, whose own
+       # tables may share this database); its identity sequence goes along with it
+        "ALTER TABLE inbox RENAME TO event_queue",
+        "ALTER INDEX IF EXISTS inbox_pkey RENAME TO event_queue_pkey",
+        "ALTER INDEX IF EXISTS inbox_by_session RENAME TO event_queue_by_session",
+        """DO $$ BEGIN
+           EXECUTE format('ALTER SEQUENCE %s RENAME TO event_queue_id_seq',
+                          pg_get_serial_sequence('event_queue', 'id'));
+           END $$""",
+        "ALTER TABLE deliveries RENAME COLUMN inbox_id TO event_id",
     ),
 ]
 
@@ -427,7 +438,7 @@ class PostgresStore:
                 cursor.executemany(f"INSERT INTO journal (session_id, {JOURNAL_COLUMNS})"
                                    f" VALUES ({_JOURNAL_MARKS})", journal)
             if consumed:
-                conn.execute("DELETE FROM inbox WHERE session_id = %s AND id = ANY(%s)",
+                conn.execute("DELETE FROM event_queue WHERE session_id = %s AND id = ANY(%s)",
                              (session_id, consumed))
             if revived:
                 conn.execute("DELETE FROM dead_letters WHERE session_id = %s AND id = ANY(%s)",
@@ -475,7 +486,7 @@ class PostgresStore:
             # never sees a later item before an earlier one.
             self._lock_session(conn, session_id)
             values = conn.execute(
-                "INSERT INTO inbox (session_id, event, data, enqueued_at)"
+                "INSERT INTO event_queue (session_id, event, data, enqueued_at)"
                 " VALUES (%s, %s, %s::jsonb, %s) RETURNING id",
                 (session_id, event, data_text, at),
             ).fetchone()
@@ -494,20 +505,20 @@ class PostgresStore:
             nonlocal drawn
             drawn = None
             self._lock_session(conn, session_id)  # ids grow in commit order, as for enqueue
-            # The key first, with the item's id drawn from the inbox's own sequence: on a
+            # The key first, with the item's id drawn from the queue's own sequence: on a
             # taken key (committed, or in flight elsewhere: then this waits for it) nothing
             # is written and nothing raises; a drawn id is burnt, a gap like a rollback's.
             values = conn.execute(
-                "INSERT INTO deliveries (session_id, key, inbox_id, at)"
-                " VALUES (%s, %s, nextval(pg_get_serial_sequence('inbox', 'id')), %s)"
-                " ON CONFLICT (session_id, key) DO NOTHING RETURNING inbox_id",
+                "INSERT INTO deliveries (session_id, key, event_id, at)"
+                " VALUES (%s, %s, nextval(pg_get_serial_sequence('event_queue', 'id')), %s)"
+                " ON CONFLICT (session_id, key) DO NOTHING RETURNING event_id",
                 (session_id, key, at),
             ).fetchone()
             if values is None:
                 return None
             item = int(values[0])
             conn.execute(
-                "INSERT INTO inbox (id, session_id, event, data, enqueued_at)"
+                "INSERT INTO event_queue (id, session_id, event, data, enqueued_at)"
                 " OVERRIDING SYSTEM VALUE VALUES (%s, %s, %s, %s::jsonb, %s)",
                 (item, session_id, event, data_text, at),
             )
@@ -521,7 +532,7 @@ class PostgresStore:
             if drawn is None:
                 return None
             stored = conn.execute(
-                "SELECT inbox_id FROM deliveries WHERE session_id = %s AND key = %s",
+                "SELECT event_id FROM deliveries WHERE session_id = %s AND key = %s",
                 (session_id, key),
             ).fetchone()
             return drawn if stored == (drawn,) else None
@@ -540,7 +551,7 @@ class PostgresStore:
         def body(conn: Conn) -> builtins.list[QueuedEvent]:
             self._require(conn, session_id)
             rows = conn.execute(
-                f"SELECT {QUEUE_COLUMNS} FROM inbox WHERE session_id = %s ORDER BY id",
+                f"SELECT {QUEUE_COLUMNS} FROM event_queue WHERE session_id = %s ORDER BY id",
                 (session_id,),
             ).fetchall()
             return [queued_from(values, _same) for values in rows]

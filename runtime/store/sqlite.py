@@ -116,7 +116,7 @@ MIGRATIONS: list[tuple[str, ...]] = [
             session_id TEXT
         )""",
     ),
-    (  # 3: offer keys, kept after their inbox item is consumed (no foreign key on inbox_id)
+    (  # 3: offer keys, kept after their queued event is consumed (no foreign key on inbox_id)
         """CREATE TABLE deliveries (
             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
             key TEXT NOT NULL,
@@ -166,6 +166,13 @@ MIGRATIONS: list[tuple[str, ...]] = [
             config TEXT NOT NULL,
             staged_at REAL NOT NULL
         )""",
+    ),
+    (  # 7: the event queue is no inbox ("inbox" is the seed-002 inbox's word); the rename
+       # carries its AUTOINCREMENT counter along (sqlite_sequence), so ids keep growing
+        "ALTER TABLE inbox RENAME TO event_queue",
+        "DROP INDEX inbox_by_session",
+        "CREATE INDEX event_queue_by_session ON event_queue (session_id, id)",
+        "ALTER TABLE deliveries RENAME COLUMN inbox_id TO event_id",
     ),
 ]
 
@@ -383,7 +390,7 @@ class SqliteStore:
                   now=now)
             conn.executemany(f"INSERT INTO journal (session_id, {JOURNAL_COLUMNS})"
                              f" VALUES ({_marks(9)})", journal)
-            conn.executemany("DELETE FROM inbox WHERE session_id = ? AND id = ?",
+            conn.executemany("DELETE FROM event_queue WHERE session_id = ? AND id = ?",
                              [(session_id, item) for item in consumed])
             conn.executemany("DELETE FROM dead_letters WHERE session_id = ? AND id = ?",
                              [(session_id, item) for item in revived or []])
@@ -417,7 +424,8 @@ class SqliteStore:
         def body(conn: sqlite3.Connection) -> int:
             self._require(conn, session_id)
             cursor = conn.execute(
-                "INSERT INTO inbox (session_id, event, data, enqueued_at) VALUES (?, ?, ?, ?)",
+                "INSERT INTO event_queue (session_id, event, data, enqueued_at)"
+                " VALUES (?, ?, ?, ?)",
                 (session_id, event, data_text, at),
             )
             assert cursor.lastrowid is not None
@@ -437,11 +445,12 @@ class SqliteStore:
                             (session_id, key)).fetchone():
                 return None
             cursor = conn.execute(
-                "INSERT INTO inbox (session_id, event, data, enqueued_at) VALUES (?, ?, ?, ?)",
+                "INSERT INTO event_queue (session_id, event, data, enqueued_at)"
+                " VALUES (?, ?, ?, ?)",
                 (session_id, event, data_text, at),
             )
             assert cursor.lastrowid is not None
-            conn.execute("INSERT INTO deliveries (session_id, key, inbox_id, at)"
+            conn.execute("INSERT INTO deliveries (session_id, key, event_id, at)"
                          " VALUES (?, ?, ?, ?)", (session_id, key, cursor.lastrowid, at))
             return cursor.lastrowid
 
@@ -459,7 +468,7 @@ class SqliteStore:
         def body(conn: sqlite3.Connection) -> builtins.list[QueuedEvent]:
             self._require(conn, session_id)
             rows = conn.execute(
-                f"SELECT {QUEUE_COLUMNS} FROM inbox WHERE session_id = ? ORDER BY id",
+                f"SELECT {QUEUE_COLUMNS} FROM event_queue WHERE session_id = ? ORDER BY id",
                 (session_id,),
             ).fetchall()
             return [queued_from(values, json.loads) for values in rows]

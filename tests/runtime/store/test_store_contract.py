@@ -582,7 +582,7 @@ def test_a_store_from_before_invocations_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 6
+        assert schema_version(empty_target) == len(steps) == 7
         assert store.get("s1") == row("s1")
         store.record_invocation(invocation())
         assert store.invocations("s1", in_flight=True) == [invocation()]
@@ -621,15 +621,15 @@ def test_a_store_from_before_deliveries_is_migrated(
     old = open_store(empty_target, Path.cwd())
     try:
         old.create(row("s1", status="running"), created())  # a status of schema 1-3
-        queued = old.enqueue("s1", "start", {"by": "cli"}, 5.0)
         old.record_agent(agent("a1", session_id="s1"))
     finally:
         old.close()
+    queued = queue_in_inbox(empty_target, "s1", "start", '{"by": "cli"}', 5.0)
     assert schema_version(empty_target) == 2
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 6
+        assert schema_version(empty_target) == len(steps) == 7
         assert store.get("s1") == row("s1", status="active")  # renamed by schema 4
         assert store.journal("s1", after_seq=-1) == [created()]
         assert store.queued_events("s1") == [QueuedEvent(queued, "s1", "start", {"by": "cli"}, 5.0)]
@@ -658,10 +658,81 @@ def test_a_store_from_before_the_lifecycle_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 6
+        assert schema_version(empty_target) == len(steps) == 7
         assert [r.status for r in store.list()] == ["active", "finished", "failed"]
         assert store.dead_letters("s1") == [] and store.cancel_request("s1") is None
         assert store.holder("s1") is None
+    finally:
+        store.close()
+
+
+def queue_in_inbox(target: str, session_id: str, event: str, data: str, at: float,
+                   key: str | None = None) -> int:
+    """Queue an event as a store of schema 6 or older did (the table was ``inbox``, a
+    delivery's column ``inbox_id``): this interlock's own SQL names them otherwise."""
+    insert = ("INSERT INTO inbox (session_id, event, data, enqueued_at)"
+              f" VALUES ('{session_id}', '{event}', '{data}', {at}) RETURNING id")
+    if target.startswith("sqlite://"):
+        with sqlite3.connect(target.removeprefix("sqlite://")) as lite:
+            item = int(lite.execute(insert).fetchone()[0])
+    else:
+        with psycopg.connect(target, autocommit=True) as pg:
+            found = pg.execute(insert.encode()).fetchone()
+            assert found is not None
+            item = int(found[0])
+    if key is not None:
+        raw_execute(target, "INSERT INTO deliveries (session_id, key, inbox_id, at)"
+                            f" VALUES ('{session_id}', '{key}', {item}, {at})")
+    return item
+
+
+def table_names(target: str) -> set[str]:
+    if target.startswith("sqlite://"):
+        with sqlite3.connect(target.removeprefix("sqlite://")) as lite:
+            rows = lite.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    else:
+        with psycopg.connect(target) as pg:
+            rows = pg.execute("SELECT table_name FROM information_schema.tables"
+                              " WHERE table_schema = current_schema()").fetchall()
+    return {name for (name,) in rows}
+
+
+def test_a_store_whose_event_queue_was_called_inbox_is_migrated(
+        empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Schema 7 renames the table ``inbox`` to ``event_queue`` (and ``deliveries.inbox_id``
+    to ``event_id``): what was queued stays queued, offered keys stay offered, and ids keep
+    growing past those consumed before the rename."""
+    module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
+    steps = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", steps[:6])  # version 6: the table is "inbox"
+    old = open_store(empty_target, Path.cwd())
+    try:
+        old.create(row("s1"), created())
+    finally:
+        old.close()
+    waiting = queue_in_inbox(empty_target, "s1", "record", '{"n": 2}', 51.0)
+    taken = queue_in_inbox(empty_target, "s1", "signal", '{"n": 1}', 50.0, key="sig-1")
+    assert waiting < taken
+    raw_execute(empty_target, f"DELETE FROM inbox WHERE id = {taken}")  # consumed: the
+    # highest id is gone, and still not handed out again
+    assert schema_version(empty_target) == 6 and "inbox" in table_names(empty_target)
+    monkeypatch.setattr(module, "MIGRATIONS", steps)
+    store = open_store(empty_target, Path.cwd())
+    try:
+        assert schema_version(empty_target) == len(steps) == 7
+        tables = table_names(empty_target)
+        assert "event_queue" in tables and "inbox" not in tables
+        assert store.queued_events("s1") == [QueuedEvent(waiting, "s1", "record", {"n": 2}, 51.0)]
+        assert store.delivered("s1", "sig-1")
+        assert store.offer("s1", "signal", {"n": 1}, 52.0, key="sig-1") is None
+        later = store.enqueue("s1", "record", {"n": 3}, 53.0)
+        offered = store.offer("s1", "signal", {"n": 4}, 54.0, key="sig-2")
+        assert offered is not None and taken < later < offered
+        assert [i.id for i in store.queued_events("s1")] == [waiting, later, offered]
+        lease = store.acquire("s1", "runner-a", TTL, now=100.0)
+        assert lease is not None
+        commit(store, lease, 0, consumed=[waiting, later, offered])
+        assert store.queued_events("s1") == [] and store.delivered("s1", "sig-2")
     finally:
         store.close()
 
