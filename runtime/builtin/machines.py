@@ -19,6 +19,7 @@ from typing import Any
 
 from interlock.machines.bindings import Bindings
 from interlock.runtime.builtin.specs import builtin_spec_dir
+from interlock.runtime.store.base import AgentProcessStore
 
 
 class DemoDriver:
@@ -80,11 +81,11 @@ class SessionPort:
 
     def __init__(self) -> None:
         self.driver: DemoDriver | None = None
-        self.store: Any = None
+        self.store: AgentProcessStore | None = None
         self.note: Callable[[str], None] | None = None
         self.watchers: list[Watcher] = []
 
-    def connect(self, driver: DemoDriver, store: Any,
+    def connect(self, driver: DemoDriver, store: AgentProcessStore,
                 note: Callable[[str], None] | None = None) -> None:
         self.driver, self.store, self.note = driver, store, note
 

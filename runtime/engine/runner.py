@@ -64,11 +64,14 @@ from interlock.runtime.store.base import (
     InvocationRecord,
     JournalEntry,
     Lease,
+    LeaseStore,
     SessionNotFound,
     SessionRow,
+    SessionStore,
     SpecSource,
     StaleSession,
     Store,
+    StoreConnection,
     StoreError,
 )
 
@@ -760,14 +763,15 @@ def _error_entry(seq: int, at: float, event: str, fault: Fault,
                         fault.describe())
 
 
-def _get(store: Store, session_id: str) -> SessionRow | None:
+def _get(store: SessionStore, session_id: str) -> SessionRow | None:
     try:
         return store.get(session_id)
     except SessionNotFound:
         return None
 
 
-def _acquire(store: Store, session_id: str, owner: str, ttl: float, clock: Clock) -> Lease:
+def _acquire(store: LeaseStore, session_id: str, owner: str, ttl: float, clock: Clock
+             ) -> Lease:
     lease = store.acquire(session_id, owner, ttl, clock.now())
     if lease is None:
         # A runner killed on this host cannot renew; waiting out its lease would stall a
@@ -800,7 +804,7 @@ def _invoke_of(event: str) -> str | None:
     return event[len(prefix):].split(".", 1)[0] if prefix is not None else None
 
 
-def _session_folder(store: Store, session_id: str) -> Path:
+def _session_folder(store: StoreConnection, session_id: str) -> Path:
     """``.interlock/sessions/<id>``: beside a SQLite store's file, else in the working
     folder."""
     path = getattr(store, "path", None)

@@ -43,7 +43,7 @@ from interlock.runtime.inbox.base import InboxAdapter
 from interlock.runtime.inbox.config import PollerConfig, load_poller_config
 from interlock.runtime.inbox.model import InboxError, Lease, Message, Status
 from interlock.runtime.inbox.poller import InboxPoller
-from interlock.runtime.store import Store, open_store
+from interlock.runtime.store import EventQueue, Store, open_store
 from interlock.runtime.store.base import QueuedEvent, StoreError
 
 INBOX_EVENT = "inbox.message"
@@ -149,7 +149,7 @@ class SessionInbox:
     default gate (a Ralph runner: no subagent in flight).
     """
 
-    def __init__(self, runner: Runner, store: Store, config: PollerConfig, *,
+    def __init__(self, runner: Runner, store: EventQueue, config: PollerConfig, *,
                  root: Path | None = None, adapter: InboxAdapter | None = None,
                  shape: Shape = message_event, is_idle: Callable[[], bool] | None = None,
                  on_note: NoteCallback | None = None, **options: Any) -> None:

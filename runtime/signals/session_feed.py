@@ -23,7 +23,7 @@ from interlock.runtime.engine.runner import Runner
 from interlock.runtime.signals.consumer import Consumer, Subscription
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SIGNAL_TYPES, TARGET_ALL, Signal, check_identifier
-from interlock.runtime.store import Store
+from interlock.runtime.store import EventQueue
 
 SESSIONS_DIR = Path(".interlock") / "sessions"
 
@@ -37,7 +37,7 @@ class SessionFeed:
     """Delivers one mailbox into one runner's session. ``store`` should be a connection of
     its own (the consumer works on its own thread)."""
 
-    def __init__(self, runner: Runner, store: Store, folder: Path, *,
+    def __init__(self, runner: Runner, store: EventQueue, folder: Path, *,
                  identity: str = TARGET_ALL, scan_interval: float = 2.0) -> None:
         self.runner = runner
         self.store = store
