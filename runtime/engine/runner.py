@@ -49,8 +49,8 @@ from interlock.runtime.engine.clock import Clock, SystemClock
 from interlock.runtime.engine.faults import (
     ERROR_EXECUTION,
     Fault,
-    StepFailed,
     StepFault,
+    UnhandledFault,
     guard_bindings,
 )
 from interlock.runtime.engine.invoke import AgentResolver, InvokeNote, Invoker
@@ -113,7 +113,7 @@ class RunOutcome:
     """
 
     kind: OutcomeKind
-    failure: StepFailed | None = None
+    failure: UnhandledFault | None = None
     reason: str | None = None
 
 
@@ -199,7 +199,7 @@ class Runner:
         A ``failed`` session resumes (it becomes active again). Its dead letters stay
         where they are (kept for inspection) unless ``retry``: then they are delivered
         again, in order, before anything in the event queue. A cancelled session cannot be
-        resumed (SessionClosed). StepFailed if a new session's initial entry raises
+        resumed (SessionClosed). UnhandledFault if a new session's initial entry raises
         (nothing is stored: there is no earlier state to keep).
 
         Invokes (docs/invoke.md): ``folder`` is the session folder (default
@@ -298,7 +298,7 @@ class Runner:
         try:
             session = Session.start(compiled, clock, context)
         except StepFault as exc:
-            raise StepFailed(session_id, exc.fault) from None
+            raise UnhandledFault(session_id, exc.fault) from None
         now = clock.now()
         row = SessionRow(
             id=session_id, spec_name=compiled.ir.name, spec_path=spec_path,
@@ -461,7 +461,7 @@ class Runner:
         self._stop_invoker("interrupted")  # a failed session runs no agents
         self._commit([], first=errors + self._take_invoke_notes(), consumed=consumed,
                      revived=revived, buried=[letter], status="failed")
-        self.outcome = RunOutcome("failed", failure=StepFailed(self.session_id, fault))
+        self.outcome = RunOutcome("failed", failure=UnhandledFault(self.session_id, fault))
         self.store.release(self.lease)
         return []
 
@@ -469,7 +469,7 @@ class Runner:
              internal: bool = False) -> Step:
         """Deliver one event directly (a live runner's own API); ``internal`` lets the
         engine's reserved names through (``done.invoke.<id>``...). Returns the step, or
-        the ``error.execution`` step when a fault was handled; StepFailed once the
+        the ``error.execution`` step when a fault was handled; UnhandledFault once the
         session has failed here, SessionClosed once it was cancelled or removed."""
         self._raise_if_ended()
         self._keep_lease()

@@ -326,7 +326,7 @@ def _menu_choice(choice: str, request: ReviewRequest, front: FrontEnd, machines:
             "model": model, "harness": harness,
             "tools": [t.strip() for t in tools.split(",") if t.strip() and t.strip() != "-"]})
         return Outcome("configured", None, menu.session.context["staged_configs"].get(node))
-    from interlock.runtime.engine.faults import StepFailed
+    from interlock.runtime.engine.faults import UnhandledFault
 
     menu.send(choice)
     poller_id = str(menu.session.context["poller_id"])
@@ -338,7 +338,7 @@ def _menu_choice(choice: str, request: ReviewRequest, front: FrontEnd, machines:
                                 "idle_timeout": request.idle_timeout,
                                 "agent": machines.agent or DEFAULT_AGENT,
                                 "menu_session": menu.session_id})
-    except StepFailed as exc:  # the first step of the interview raised
+    except UnhandledFault as exc:  # the first step of the interview raised
         menu.send("aborted")
         return Outcome("failed", poller_id, None, message=str(exc))
     outcome = run_interview(poller, front)
