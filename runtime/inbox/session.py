@@ -41,7 +41,7 @@ from interlock.machines.diagnostics import SpecError
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.inbox.base import InboxAdapter
 from interlock.runtime.inbox.config import PollerConfig, load_poller_config
-from interlock.runtime.inbox.model import InboxError, Lease, Message, Status
+from interlock.runtime.inbox.model import InboxError, Message, MessageLease, Status
 from interlock.runtime.inbox.poller import InboxPoller
 from interlock.runtime.store import EventQueue, Store, open_store
 from interlock.runtime.store.base import QueuedEvent, StoreError
@@ -52,11 +52,11 @@ KEY_PREFIX = "inbox:"  # Store.offer keys: inbox:<message id>
 STOP_TIMEOUT = 15.0  # seconds stop() waits for a tick under way (adapter calls are bounded)
 LOG = logging.getLogger("interlock.inbox")
 
-Shape = Callable[[Message, Lease], tuple[str, dict[str, Any]]]
+Shape = Callable[[Message, MessageLease], tuple[str, dict[str, Any]]]
 NoteCallback = Callable[[str], None]
 
 
-def message_event(message: Message, lease: Lease) -> tuple[str, dict[str, Any]]:
+def message_event(message: Message, lease: MessageLease) -> tuple[str, dict[str, Any]]:
     """``inbox.message`` with the seed's fields (``id, type, from, status, body,
     correlation_id, payload_ref``), ``lease_until`` and ``lease_token``."""
     data = message.to_json()
@@ -75,7 +75,7 @@ def info_text(message: Message) -> str:
     return text + (f" ({', '.join(refs)})" if refs else "")
 
 
-def info_event(message: Message, lease: Lease) -> tuple[str, dict[str, Any]]:
+def info_event(message: Message, lease: MessageLease) -> tuple[str, dict[str, Any]]:
     """``signal.INFO`` shaped like a live signal's event (``signal_id, target, message,
     iteration``; target ALL) for a Ralph session, with the ``inbox.message`` data under
     ``inbox`` for a binding that acks."""
@@ -221,7 +221,7 @@ class SessionInbox:
 
 
 _PROBE = Message("0" * 32, "probe", "probe", Status.IN_PROGRESS)
-_PROBE_LEASE = Lease("probe", 0.0)
+_PROBE_LEASE = MessageLease("probe", 0.0)
 
 
 def attach_inbox(runner: Runner, store: str | None, root: Path,
