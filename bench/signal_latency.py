@@ -82,7 +82,7 @@ from pathlib import Path
 from typing import Any
 
 from interlock.runtime.signals.consumer import Consumer, Handled, Subscriber, Subscription
-from interlock.runtime.signals.mailbox import Claim, Mailbox
+from interlock.runtime.signals.mailbox import Mailbox, SignalClaim
 from interlock.runtime.signals.model import (
     MAX_SIGNAL_BYTES,
     Signal,
@@ -171,7 +171,7 @@ class _TimedMailbox(Mailbox):
 
     claiming: dict[str, float]
 
-    def claim(self, name: str, owner: str) -> Claim | None:
+    def claim(self, name: str, owner: str) -> SignalClaim | None:
         self.claiming.setdefault(name, time.monotonic())
         return super().claim(name, owner)
 

@@ -1,6 +1,6 @@
 """Cassettes: record every agent invocation to JSONL, replay it without the agent.
 
-A cassette is a JSON Lines file, one :class:`InvocationRecord` per invocation in the
+A cassette is a JSON Lines file, one :class:`RecordedInvocation` per invocation in the
 order they started: its ``seq`` (from 1), the agent's name (a role), the SHA-256 of its
 prompt, its argv, every chunk it printed on stdout and stderr with the offset in seconds
 from the start, the files it changed under the recorded folder, its exit code (None:
@@ -139,7 +139,7 @@ class FileChange:
 
 
 @dataclass(frozen=True, slots=True)
-class InvocationRecord:
+class RecordedInvocation:
     """One recorded invocation."""
 
     seq: int
@@ -162,7 +162,7 @@ class InvocationRecord:
                 "files": [f.to_json() for f in self.files]}
 
     @classmethod
-    def from_json(cls, item: Mapping[str, Any]) -> InvocationRecord:
+    def from_json(cls, item: Mapping[str, Any]) -> RecordedInvocation:
         exit_code = item["exit"]
         return cls(seq=int(item["seq"]), name=item.get("name"),
                    prompt_sha256=str(item["prompt_sha256"]),
@@ -177,7 +177,7 @@ class InvocationRecord:
         return f"invocation {self.seq}" + (f" ({self.name})" if self.name else "")
 
 
-def read_cassette(path: Path | str) -> list[InvocationRecord]:
+def read_cassette(path: Path | str) -> list[RecordedInvocation]:
     """Every record of the cassette at ``path``, in ``seq`` order (parallel invocations
     are written as they end, numbered as they started). Raises :class:`CassetteError`
     naming ``FILE:LINE`` for a line that is not a record."""
@@ -186,7 +186,7 @@ def read_cassette(path: Path | str) -> list[InvocationRecord]:
         lines = file.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise CassetteError(f"{file}: cannot read the cassette: {exc.strerror or exc}") from None
-    records: list[InvocationRecord] = []
+    records: list[RecordedInvocation] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -194,7 +194,7 @@ def read_cassette(path: Path | str) -> list[InvocationRecord]:
             item = json.loads(line)
             if item.get("version") != CASSETTE_VERSION:
                 raise ValueError(f"unsupported cassette version {item.get('version')!r}")
-            record = InvocationRecord.from_json(item)
+            record = RecordedInvocation.from_json(item)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise CassetteError(f"{file}:{number}: not a cassette record: {reason}") from None
@@ -263,7 +263,7 @@ def launch_digest(launch: AgentLaunch, root: Path | None = None) -> str:
     return prompt_digest(launch.stdin, launch.argv, root)
 
 
-def append_record(path: Path, record: InvocationRecord) -> None:
+def append_record(path: Path, record: RecordedInvocation) -> None:
     """Append ``record`` to the cassette at ``path`` (several recorder processes may end at
     once: each line is written whole, under an exclusive lock)."""
     line = (json.dumps(record.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
@@ -325,7 +325,7 @@ class CassettePlayer:
         self._resuming = continued  # the first invocation finds where the last run ended
         self._lock = threading.Lock()
 
-    def next_record(self, name: str, digest: str) -> InvocationRecord:
+    def next_record(self, name: str, digest: str) -> RecordedInvocation:
         """The record for the invocation of agent ``name`` whose prompt has ``digest``, the
         next one in order; raises :class:`CassetteMismatch` when the cassette is done or
         the invocation differs. For a ``continued`` session (it ran before: its first

@@ -26,7 +26,7 @@ from types import FrameType
 
 from interlock.runtime.agents.cassette import (
     Chunk,
-    InvocationRecord,
+    RecordedInvocation,
     Stream,
     append_record,
     changed_files,
@@ -86,7 +86,7 @@ def record(cassette: Path, seq: int, name: str, digest: str, argv: Sequence[str]
     # once the answer is complete and the output fell silent): a TERM here would lose it.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     files = changed_files(root, before) if root is not None and before is not None else []
-    append_record(cassette, InvocationRecord(
+    append_record(cassette, RecordedInvocation(
         seq=seq, name=name, prompt_sha256=digest, argv=tuple(argv), chunks=tuple(chunks),
         exit_code=exit_code, ended_at=time.monotonic() - start,
         status="exited" if exit_code is not None else "stopped",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from interlock.runtime.agents.cassette import (
     CassetteError,
-    InvocationRecord,
+    RecordedInvocation,
     apply_changes,
     localized,
     read_cassette,
@@ -30,7 +30,7 @@ from interlock.runtime.agents.cassette import (
 LINGER_STEP = 3600.0
 
 
-def play(record: InvocationRecord, *, speed: float = 1.0, root: Path | None = None,
+def play(record: RecordedInvocation, *, speed: float = 1.0, root: Path | None = None,
          sleep: Callable[[float], None] = time.sleep,
          clock: Callable[[], float] = time.monotonic) -> int | None:
     """Play ``record`` on this process's stdout/stderr; returns its exit code (None: the

@@ -38,7 +38,7 @@ REQUIRED_FIELD: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class Signal:
+class PromptSignal:
     """A STEER or INFO message found in the prompt."""
 
     type: Literal["STEER", "INFO"]
@@ -51,7 +51,7 @@ class PromptFacts:
 
     request: str
     tasks: tuple[tuple[str, str], ...] = ()  # (id, title)
-    signals: tuple[Signal, ...] = ()
+    signals: tuple[PromptSignal, ...] = ()
     workdir: str = "."
     knowledge: str | None = None
     docs: str = ".docs"
@@ -75,7 +75,7 @@ def parse_prompt(prompt: str) -> PromptFacts:
     """The facts the marker lines of ``prompt`` give."""
     values: dict[str, str] = {}
     tasks: list[tuple[str, str]] = []
-    signals: list[Signal] = []
+    signals: list[PromptSignal] = []
     request: list[str] | None = None
     rest: list[str] = []
     in_request = False
@@ -98,7 +98,7 @@ def parse_prompt(prompt: str) -> PromptFacts:
             if ident:
                 tasks.append((ident, title.strip() or ident))
         elif key in ("STEER", "INFO"):
-            signals.append(Signal(key, value))  # type: ignore[arg-type]
+            signals.append(PromptSignal(key, value))  # type: ignore[arg-type]
         else:
             values.setdefault(key, value)
     body = request if request is not None else rest

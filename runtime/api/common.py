@@ -15,7 +15,7 @@ from interlock.runtime.api.errors import (
     UsageError,
 )
 from interlock.runtime.engine.bindings_loader import BindingsError
-from interlock.runtime.engine.faults import StepFailed as EngineStepFailed
+from interlock.runtime.engine.faults import UnhandledFault
 from interlock.runtime.engine.lifecycle import SessionOver, SessionRunning
 from interlock.runtime.engine.runner import SessionBusy, SessionClosed, SpecChanged
 from interlock.runtime.engine.session import SessionError
@@ -41,7 +41,7 @@ def translated() -> Iterator[None]:
         raise
     except SessionNotFound as exc:
         raise NotFound(str(exc)) from None
-    except EngineStepFailed as exc:
+    except UnhandledFault as exc:
         raise StepFailed(str(exc)) from None
     except (SessionBusy, SpecChanged, SessionRunning, SessionOver, SessionClosed) as exc:
         raise Conflict(str(exc)) from None

@@ -159,7 +159,7 @@ def _info(store: Store, row: SessionRow, now: float, state: StatusInfo | None = 
     state = state or status_of(store, row, now)
     runner = (RunnerInfo(state.owner, state.host, state.pid, state.since)
               if state.status == "running" and state.owner is not None else None)
-    queued = store.inbox(row.id)
+    queued = store.queued_events(row.id)
     return SessionInfo(
         id=row.id, machine=row.spec_name, spec_path=row.spec_path,
         status=state.status, active=tuple(snapshot.configuration), seq=row.seq,
@@ -410,7 +410,7 @@ def _send(store: Store, session_id: str, event: str, data: dict[str, Any],
                            note=f"session {session_id} is {info.status}; it takes the event "
                            "when it is resumed")
     deadline = time.monotonic() + wait
-    while any(i.id == item for i in store.inbox(session_id)):
+    while any(i.id == item for i in store.queued_events(session_id)):
         if time.monotonic() >= deadline:
             return SendReceipt(session_id, event, "queued", info.active,
                                note=f"the live runner has not taken it within {wait:g}s")

@@ -25,6 +25,7 @@ from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.runner import RunOutcome
 from interlock.runtime.engine.session import Step
 from interlock.runtime.store import Store, open_store
+from interlock.runtime.store.base import AgentProcessStore
 
 
 class DemoDriver:
@@ -77,7 +78,7 @@ class SessionPort:
     the durable session its bindings serve.
 
     The façade connects the port once the session's runner is open, on every run (start
-    or resume): :meth:`send` then queues an event in the store inbox, where the runner
+    or resume): :meth:`send` then queues an event in the store's event queue, where the runner
     takes it as its next step (journaled like any sent event), and wakes the runner.
     ``store`` is the port's own store connection (for an agent registry), usable on the
     runner's event loop. Coroutines given to :meth:`watch` run beside the runner on that
@@ -86,11 +87,11 @@ class SessionPort:
 
     def __init__(self) -> None:
         self.driver: DemoDriver | None = None
-        self.store: Any = None
+        self.store: AgentProcessStore | None = None
         self.note: Callable[[str], None] | None = None
         self.watchers: list[Watcher] = []
 
-    def connect(self, driver: DemoDriver, store: Any,
+    def connect(self, driver: DemoDriver, store: AgentProcessStore,
                 note: Callable[[str], None] | None = None) -> None:
         self.driver, self.store, self.note = driver, store, note
 

@@ -2,7 +2,7 @@
 
 The dispatcher (:mod:`interlock.runtime.dispatch.polling`) drives the same spec in memory;
 here the machine is an ordinary session (the runner, the store, the journal) and the
-dispatcher's parts feed it through the store inbox instead: :class:`SessionDispatch` is a
+dispatcher's parts feed it through the store's event queue instead: :class:`SessionDispatch` is a
 :class:`~interlock.runtime.dispatch.polling.Dispatch` whose events (``chunk``, ``marker``,
 ``poll``, ``silence``, ``exited``) are queued for the runner (the session port) rather than
 sent to an in-memory session, and whose bindings run on the runner's event loop (async

@@ -35,7 +35,7 @@ EXIT_INTERRUPTED = 130
 out = Console(highlight=False, soft_wrap=True)
 
 
-class Usage(Exception):
+class BadArguments(Exception):
     """A user mistake in the arguments: exit 2."""
 
 
@@ -45,9 +45,9 @@ def parse_json_object(text: str | None, option: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise Usage(f"{option} is not JSON: {exc.msg} at column {exc.colno}") from None
+        raise BadArguments(f"{option} is not JSON: {exc.msg} at column {exc.colno}") from None
     if not isinstance(value, dict):
-        raise Usage(f"{option} must be a JSON object, like '{{\"code\": 0}}'")
+        raise BadArguments(f"{option} must be a JSON object, like '{{\"code\": 0}}'")
     return value
 
 
@@ -55,7 +55,7 @@ def _guard(fn: Callable[[], int]) -> int:
     """Run a command body; user mistakes become a message and an exit code."""
     try:
         return int(fn())
-    except Usage as exc:
+    except BadArguments as exc:
         return fail(str(exc), EXIT_USAGE)
     except SpecError as exc:
         report_diagnostics(exc.diagnostics)

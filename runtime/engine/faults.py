@@ -5,7 +5,7 @@ says which binding raised (its name, guard or action) and where that name is use
 spec (``file:line:col``, from the IR: its use in the state the step ran in, else its first
 use). The session rolls its step back (``Session.send``/``fire_one`` raise
 :class:`StepFault`); the runner then raises ``error.execution`` or fails the session
-(:class:`StepFailed`). The traceback goes to the journal, never to the terminal.
+(:class:`UnhandledFault`). The traceback goes to the journal, never to the terminal.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class StepFault(SessionError):
         self.fault = fault
 
 
-class StepFailed(SessionError):
+class UnhandledFault(SessionError):
     """A step raised, nothing handled ``error.execution``: the session is ``failed``.
 
     ``str()`` is the one line for the terminal; the traceback is in the journal.

@@ -26,6 +26,7 @@ from interlock.runtime.engine.runner import LEASE_TTL
 from interlock.runtime.engine.snapshot import Snapshot, SnapshotError
 from interlock.runtime.host.owners import owner_is_dead, parse_owner
 from interlock.runtime.store.base import (
+    LeaseStore,
     SessionNotFound,
     SessionRow,
     StaleSession,
@@ -79,7 +80,7 @@ class CancelOutcome:
     runner: StatusInfo | None = None  # the live runner asked, for ``requested``
 
 
-def status_of(store: Store, row: SessionRow, now: float) -> StatusInfo:
+def status_of(store: LeaseStore, row: SessionRow, now: float) -> StatusInfo:
     """The status of ``row``'s session at ``now``."""
     if row.status in ("failed", "finished", "cancelled"):
         return StatusInfo(row.status)  # type: ignore[arg-type]

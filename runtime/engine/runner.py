@@ -1,9 +1,9 @@
 """Runner: drives one Session from the store, one committed step at a time.
 
 A runner owns its session through a lease (one owner at a time; a dead owner's lease
-expires and the session can be taken over). Every step, whether an inbox event or a due
-timer, is committed in one store transaction: journal entry, snapshot, and the inbox
-item it consumed. A crash before the commit leaves the event in the inbox and the
+expires and the session can be taken over). Every step, whether a queued event or a due
+timer, is committed in one store transaction: journal entry, snapshot, and the queued
+event it consumed. A crash before the commit leaves the event in the queue and the
 previous snapshot in place, so the step is redone once, never applied twice. Actions'
 effects outside the context (files, processes) are at-least-once across a crash.
 
@@ -49,8 +49,8 @@ from interlock.runtime.engine.clock import Clock, SystemClock
 from interlock.runtime.engine.faults import (
     ERROR_EXECUTION,
     Fault,
-    StepFailed,
     StepFault,
+    UnhandledFault,
     guard_bindings,
 )
 from interlock.runtime.engine.invoke import AgentResolver, InvokeNote, Invoker
@@ -64,11 +64,14 @@ from interlock.runtime.store.base import (
     InvocationRecord,
     JournalEntry,
     Lease,
+    LeaseStore,
     SessionNotFound,
     SessionRow,
+    SessionStore,
     SpecSource,
     StaleSession,
     Store,
+    StoreConnection,
     StoreError,
 )
 from interlock.runtime.store.wakeup import on_store_change
@@ -112,7 +115,7 @@ class RunOutcome:
     """
 
     kind: OutcomeKind
-    failure: StepFailed | None = None
+    failure: UnhandledFault | None = None
     reason: str | None = None
 
 
@@ -156,7 +159,7 @@ class Runner:
         self._polled_in: tuple[str, ...] | None = None  # polled raised, configuration kept
         self._polled_off = -1  # the seq at which polled would fire no transition
         self.outcome: RunOutcome | None = None  # set once failed, cancelled or removed
-        self._revive: list[DeadLetter] = []  # dead letters to retry before the inbox
+        self._revive: list[DeadLetter] = []  # dead letters to retry before the queue
         self._cancel: CancelRequest | None = None  # seen while a step was under way
         self._commit_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
@@ -201,8 +204,8 @@ class Runner:
 
         A ``failed`` session resumes (it becomes active again). Its dead letters stay
         where they are (kept for inspection) unless ``retry``: then they are delivered
-        again, in order, before anything in the inbox. A cancelled session cannot be
-        resumed (SessionClosed). StepFailed if a new session's initial entry raises
+        again, in order, before anything in the event queue. A cancelled session cannot be
+        resumed (SessionClosed). UnhandledFault if a new session's initial entry raises
         (nothing is stored: there is no earlier state to keep).
 
         Invokes (docs/invoke.md): ``folder`` is the session folder (default
@@ -301,7 +304,7 @@ class Runner:
         try:
             session = Session.start(compiled, clock, context)
         except StepFault as exc:
-            raise StepFailed(session_id, exc.fault) from None
+            raise UnhandledFault(session_id, exc.fault) from None
         now = clock.now()
         row = SessionRow(
             id=session_id, spec_name=compiled.ir.name, spec_path=spec_path,
@@ -317,7 +320,7 @@ class Runner:
     # -- stepping ---------------------------------------------------------------------
 
     def pump(self) -> list[Step]:
-        """One pass: dead letters being retried first, then the inbox in order; before
+        """One pass: dead letters being retried first, then the event queue in order; before
         each event, the timers already due fire (they are older news than the event being
         taken now). Stops early once the session failed or a cancel was seen."""
         self._keep_lease()
@@ -325,7 +328,7 @@ class Runner:
         while self._revive and self.outcome is None and self._cancel is None:
             steps += self._retry(self._revive.pop(0))
         steps += self._fire_due()
-        for item in self.store.inbox(self.session_id):
+        for item in self.store.queued_events(self.session_id):
             if self.session.is_final or self.outcome is not None or self._cancel is not None:
                 break
             steps += self._deliver("event", item.event, item.data, consumed=[item.id])
@@ -338,7 +341,7 @@ class Runner:
         return steps
 
     def _raise_polled(self) -> list[Step]:
-        """Checkpoints advance by themselves: once the inbox is drained and the mailbox
+        """Checkpoints advance by themselves: once the event queue is drained and the mailbox
         (when the session has one) was scanned after the last step and holds nothing the
         configuration accepts, ``polled`` is raised, once per configuration, if it would
         fire a transition now."""
@@ -351,7 +354,7 @@ class Runner:
         if self._polled_off == self.seq or not self.session.enabled(POLLED):
             self._polled_off = self.seq  # not until the next commit changes the context
             return []
-        if self.store.inbox(self.session_id):
+        if self.store.queued_events(self.session_id):
             return []  # events came in meanwhile: they go first (next pump)
         self._polled_in = active  # reset by a step that changes the configuration
         return self._deliver("event", POLLED, {}) + self._fire_due()
@@ -464,7 +467,7 @@ class Runner:
         self._stop_invoker("interrupted")  # a failed session runs no agents
         self._commit([], first=errors + self._take_invoke_notes(), consumed=consumed,
                      revived=revived, buried=[letter], status="failed")
-        self.outcome = RunOutcome("failed", failure=StepFailed(self.session_id, fault))
+        self.outcome = RunOutcome("failed", failure=UnhandledFault(self.session_id, fault))
         self.store.release(self.lease)
         return []
 
@@ -472,7 +475,7 @@ class Runner:
              internal: bool = False) -> Step:
         """Deliver one event directly (a live runner's own API); ``internal`` lets the
         engine's reserved names through (``done.invoke.<id>``...). Returns the step, or
-        the ``error.execution`` step when a fault was handled; StepFailed once the
+        the ``error.execution`` step when a fault was handled; UnhandledFault once the
         session has failed here, SessionClosed once it was cancelled or removed."""
         self._raise_if_ended()
         self._keep_lease()
@@ -496,7 +499,7 @@ class Runner:
         self.wake()
 
     def wake(self) -> None:
-        """Look at the inbox now instead of at the next poll (thread-safe; for a signal
+        """Look at the event queue now instead of at the next poll (thread-safe; for a signal
         consumer that has just queued an event)."""
         loop, wake = self._wake_loop, self._wake
         if loop is not None and wake is not None:
@@ -806,14 +809,15 @@ def _error_entry(seq: int, at: float, event: str, fault: Fault,
                         fault.describe())
 
 
-def _get(store: Store, session_id: str) -> SessionRow | None:
+def _get(store: SessionStore, session_id: str) -> SessionRow | None:
     try:
         return store.get(session_id)
     except SessionNotFound:
         return None
 
 
-def _acquire(store: Store, session_id: str, owner: str, ttl: float, clock: Clock) -> Lease:
+def _acquire(store: LeaseStore, session_id: str, owner: str, ttl: float, clock: Clock
+             ) -> Lease:
     lease = store.acquire(session_id, owner, ttl, clock.now())
     if lease is None:
         # A runner killed on this host cannot renew; waiting out its lease would stall a
@@ -846,7 +850,7 @@ def _invoke_of(event: str) -> str | None:
     return event[len(prefix):].split(".", 1)[0] if prefix is not None else None
 
 
-def _session_folder(store: Store, session_id: str) -> Path:
+def _session_folder(store: StoreConnection, session_id: str) -> Path:
     """``.interlock/sessions/<id>``: beside a SQLite store's file, else in the working
     folder."""
     path = getattr(store, "path", None)

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from interlock.runtime.dispatch.process import AgentProcess, carries_dispatch_id, group_members
 from interlock.runtime.host.owners import default_owner, owner_is_dead
-from interlock.runtime.store.base import AgentRecord, Store
+from interlock.runtime.store.base import AgentProcessStore, AgentRecord
 
 
 class StoreRegistry:
     """An :class:`~interlock.runtime.dispatch.polling.AgentRegistry` on a store."""
 
-    def __init__(self, store: Store, owner: str | None = None,
+    def __init__(self, store: AgentProcessStore, owner: str | None = None,
                  session_id: str | None = None) -> None:
         self.store = store
         self.owner = owner or default_owner("dispatch")
@@ -73,7 +73,7 @@ def _signal(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
-def reap_orphans(store: Store, *, grace: float = 5.0,
+def reap_orphans(store: AgentProcessStore, *, grace: float = 5.0,
                  sleep: Callable[[float], None] = time.sleep) -> list[Reaped]:
     """Stop the agent groups of dead dispatchers on this host and forget their records.
 

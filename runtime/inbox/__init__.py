@@ -15,7 +15,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "config": ["InboxConfigError", "PollerConfig"],
     "connection": ["connect"],
     "model": ["BadRequest", "Claim", "InboxError", "InboxUnavailable", "InvalidTransition",
-              "JournalEntry", "Lease", "Message", "StaleLease", "Status", "UnknownMessage"],
+              "Message", "MessageLease", "StaleLease", "Status", "StatusChange",
+              "UnknownMessage"],
 })
 
 if TYPE_CHECKING:
@@ -28,9 +29,9 @@ if TYPE_CHECKING:
     from interlock.runtime.inbox.model import InboxError as InboxError
     from interlock.runtime.inbox.model import InboxUnavailable as InboxUnavailable
     from interlock.runtime.inbox.model import InvalidTransition as InvalidTransition
-    from interlock.runtime.inbox.model import JournalEntry as JournalEntry
-    from interlock.runtime.inbox.model import Lease as Lease
     from interlock.runtime.inbox.model import Message as Message
+    from interlock.runtime.inbox.model import MessageLease as MessageLease
     from interlock.runtime.inbox.model import StaleLease as StaleLease
     from interlock.runtime.inbox.model import Status as Status
+    from interlock.runtime.inbox.model import StatusChange as StatusChange
     from interlock.runtime.inbox.model import UnknownMessage as UnknownMessage

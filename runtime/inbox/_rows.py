@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from interlock.runtime.inbox.model import LEASED, BadRequest, JournalEntry, Message, Status
+from interlock.runtime.inbox.model import LEASED, BadRequest, Message, Status, StatusChange
 
 COLUMNS = ("id, type, sender, status, body, correlation_id, payload_ref, lease_until, "
            "owner, created_at, updated_at")
@@ -29,8 +29,8 @@ def message_from(row: Sequence[Any]) -> Message:
                    owner=row[8], created_at=row[9], updated_at=row[10])
 
 
-def entry_from(row: Sequence[Any]) -> JournalEntry:
-    return JournalEntry(row[0], row[1], Status(row[2]), Status(row[3]), row[4], row[5])
+def entry_from(row: Sequence[Any]) -> StatusChange:
+    return StatusChange(row[0], row[1], Status(row[2]), Status(row[3]), row[4], row[5])
 
 
 def queue_rows(ids: Sequence[str], messages: Sequence[tuple[str, str, str]],

@@ -29,10 +29,10 @@ from interlock.runtime.inbox.model import (
     REAPER,
     Claim,
     InboxUnavailable,
-    JournalEntry,
-    Lease,
     Message,
+    MessageLease,
     Status,
+    StatusChange,
     UnknownMessage,
     check_id,
     check_post,
@@ -172,13 +172,13 @@ class ArangoInbox:
         return [_message(d) for d in docs]
 
     def claim(self, message_id: str, owner: str,
-              lease_seconds: float = DEFAULT_LEASE) -> Lease | None:
+              lease_seconds: float = DEFAULT_LEASE) -> MessageLease | None:
         seconds = check_lease(lease_seconds)
         doc = self._doc(message_id)
         now = self.clock.now()
         if not fetchable(_message(doc), now):
             return None
-        lease = Lease(new_token(), now + seconds)
+        lease = MessageLease(new_token(), now + seconds)
         try:
             self._run(lambda: self._messages.update({
                 "_key": message_id, "_rev": doc["_rev"], "status": "in_progress",
@@ -242,12 +242,12 @@ class ArangoInbox:
             count += 1
         return count
 
-    def journal(self, message_id: str) -> builtins.list[JournalEntry]:
+    def journal(self, message_id: str) -> builtins.list[StatusChange]:
         self._doc(message_id)
         docs = self._query(JOURNAL_QUERY, {"@journal": self.names["journal"],
                                            "id": message_id})
         docs.sort(key=lambda d: (d["at"], d.get("n", 0)))
-        return [JournalEntry(d["message_id"], d["at"], Status(d["before"]),
+        return [StatusChange(d["message_id"], d["at"], Status(d["before"]),
                              Status(d["after"]), d["actor"], d.get("reason")) for d in docs]
 
     # -- settings ---------------------------------------------------------------------

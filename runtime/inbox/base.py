@@ -13,10 +13,10 @@ from typing import Any, Protocol, runtime_checkable
 from interlock.runtime.inbox.model import (
     BadRequest,
     Claim,
-    JournalEntry,
-    Lease,
     Message,
+    MessageLease,
     Status,
+    StatusChange,
 )
 
 DEFAULT_LEASE = 300.0
@@ -47,7 +47,7 @@ class InboxAdapter(Protocol):
         ...
 
     def claim(self, message_id: str, owner: str,
-              lease_seconds: float = DEFAULT_LEASE) -> Lease | None:
+              lease_seconds: float = DEFAULT_LEASE) -> MessageLease | None:
         """Take the message: status in_progress, a new token and lease. None when someone
         else holds a live lease or the message is finished."""
         ...
@@ -70,7 +70,7 @@ class InboxAdapter(Protocol):
         """Return every message whose lease ran out to ``queued``; how many."""
         ...
 
-    def journal(self, message_id: str) -> builtins.list[JournalEntry]:
+    def journal(self, message_id: str) -> builtins.list[StatusChange]:
         """The message's status changes, in order."""
         ...
 

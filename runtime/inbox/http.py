@@ -17,10 +17,10 @@ from interlock.runtime.inbox.model import (
     ERRORS,
     Claim,
     InboxUnavailable,
-    JournalEntry,
-    Lease,
     Message,
+    MessageLease,
     Status,
+    StatusChange,
     check_id,
 )
 
@@ -79,16 +79,16 @@ class HttpInbox:
         return [Message.from_json(m) for m in self._call("POST", "/fetch", {"limit": limit})]
 
     def claim(self, message_id: str, owner: str,
-              lease_seconds: float = DEFAULT_LEASE) -> Lease | None:
+              lease_seconds: float = DEFAULT_LEASE) -> MessageLease | None:
         data = self._call("POST", f"/messages/{check_id(message_id)}/claim",
                           {"owner": owner, "lease_seconds": lease_seconds})
-        return None if data is None else Lease(data["token"], data["lease_until"])
+        return None if data is None else MessageLease(data["token"], data["lease_until"])
 
     def claim_next(self, owner: str, lease_seconds: float = DEFAULT_LEASE,
                    limit: int = 1) -> builtins.list[Claim]:
         data = self._call("POST", "/claim", {"owner": owner, "lease_seconds": lease_seconds,
                                              "limit": limit})
-        return [Claim(Message.from_json(c["message"]), Lease(c["token"], c["lease_until"]))
+        return [Claim(Message.from_json(c["message"]), MessageLease(c["token"], c["lease_until"]))
                 for c in data]
 
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,
@@ -100,8 +100,8 @@ class HttpInbox:
     def reclaim_expired(self) -> int:
         return int(self._call("POST", "/reclaim", {})["reclaimed"])
 
-    def journal(self, message_id: str) -> builtins.list[JournalEntry]:
-        return [JournalEntry.from_json(e) for e in
+    def journal(self, message_id: str) -> builtins.list[StatusChange]:
+        return [StatusChange.from_json(e) for e in
                 self._call("GET", f"/messages/{check_id(message_id)}/journal")]
 
     def settings(self) -> dict[str, Any]:

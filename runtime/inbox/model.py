@@ -81,7 +81,7 @@ ERRORS: dict[str, type[InboxError]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Lease:
+class MessageLease:
     """A claim: updates must carry ``token`` until ``lease_until`` (epoch seconds)."""
 
     token: str
@@ -124,12 +124,13 @@ class Claim:
     """A message taken by ``claim_next``, with its lease (status is in_progress)."""
 
     message: Message
-    lease: Lease
+    lease: MessageLease
 
 
 @dataclass(frozen=True, slots=True)
-class JournalEntry:
-    """One status change: who made it (a worker's owner id, ``operator`` or ``reaper``)."""
+class StatusChange:
+    """One line of a message's journal: a status change and who made it (a worker's owner
+    id, ``operator`` or ``reaper``)."""
 
     message_id: str
     at: float
@@ -143,7 +144,7 @@ class JournalEntry:
                 "after": str(self.after), "actor": self.actor, "reason": self.reason}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> JournalEntry:
+    def from_json(cls, data: dict[str, Any]) -> StatusChange:
         return cls(data["message_id"], data["at"], Status(data["before"]),
                    Status(data["after"]), data["actor"], data.get("reason"))
 

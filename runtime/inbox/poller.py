@@ -44,8 +44,8 @@ from interlock.runtime.inbox.base import InboxAdapter
 from interlock.runtime.inbox.config import PollerConfig
 from interlock.runtime.inbox.model import (
     InboxError,
-    Lease,
     Message,
+    MessageLease,
     Status,
     UnknownMessage,
 )
@@ -86,7 +86,7 @@ class InboxPoller:
         self.on_count = on_count
         self.skip = skip  # fetched messages to leave alone (already delivered elsewhere)
         self._skipped = 0  # how many the last fetch skipped: the next fetch takes more
-        self.leases: dict[str, tuple[Message, Lease]] = {}  # claimed, not yet finished
+        self.leases: dict[str, tuple[Message, MessageLease]] = {}  # claimed, not yet finished
         self._enabled = self.config.enabled
         self._queued: list[Message] = []
         self._claimed: Message | None = None

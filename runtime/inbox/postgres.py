@@ -43,11 +43,11 @@ from interlock.runtime.inbox.model import (
     BadRequest,
     Claim,
     InboxUnavailable,
-    JournalEntry,
-    Lease,
     Message,
+    MessageLease,
     Move,
     Status,
+    StatusChange,
     UnknownMessage,
     check_id,
     check_post,
@@ -289,15 +289,15 @@ class PostgresInbox:
         return [message_from(r) for r in rows]
 
     def claim(self, message_id: str, owner: str,
-              lease_seconds: float = DEFAULT_LEASE) -> Lease | None:
+              lease_seconds: float = DEFAULT_LEASE) -> MessageLease | None:
         check_id(message_id)
         seconds = check_lease(lease_seconds)
         now = self.clock.now()
-        lease = Lease(new_token(), now + seconds)
+        lease = MessageLease(new_token(), now + seconds)
         params = {"id": message_id, "token": lease.token, "until": lease.lease_until,
                   "owner": owner, "now": now}
 
-        def body(cur: Cursor) -> Lease | None:
+        def body(cur: Cursor) -> MessageLease | None:
             if cur.execute(_CLAIM, params).fetchone() is not None:
                 return lease
             if cur.execute("SELECT 1 FROM inbox_messages WHERE id = %s",
@@ -333,7 +333,7 @@ class PostgresInbox:
                     break
             return rows
 
-        return [Claim(message_from(r), Lease(r[11], until)) for r in self._run(body)]
+        return [Claim(message_from(r), MessageLease(r[11], until)) for r in self._run(body)]
 
     def update_status(self, message_id: str, status: Status, token: str | None = None, *,
                       reason: str | None = None) -> Message:
@@ -368,10 +368,10 @@ class PostgresInbox:
                 RETURNING 1""", params).fetchall())
         return len(rows)
 
-    def journal(self, message_id: str) -> builtins.list[JournalEntry]:
+    def journal(self, message_id: str) -> builtins.list[StatusChange]:
         check_id(message_id)
 
-        def body(cur: Cursor) -> builtins.list[JournalEntry]:
+        def body(cur: Cursor) -> builtins.list[StatusChange]:
             self._get(cur, message_id)
             rows = cur.execute(f"SELECT {JOURNAL_COLUMNS} FROM inbox_journal "
                                "WHERE message_id = %s ORDER BY n", (message_id,)).fetchall()

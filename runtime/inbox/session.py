@@ -42,10 +42,10 @@ from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.inbox.base import InboxAdapter
 from interlock.runtime.inbox.config import PollerConfig, load_poller_config
-from interlock.runtime.inbox.model import InboxError, Lease, Message, Status
+from interlock.runtime.inbox.model import InboxError, Message, MessageLease, Status
 from interlock.runtime.inbox.poller import InboxPoller
-from interlock.runtime.store import Store, open_store
-from interlock.runtime.store.base import InboxItem, StoreError
+from interlock.runtime.store import EventQueue, Store, open_store
+from interlock.runtime.store.base import QueuedEvent, StoreError
 
 INBOX_EVENT = "inbox.message"
 INFO_EVENT = "signal.INFO"
@@ -53,11 +53,11 @@ KEY_PREFIX = "inbox:"  # Store.offer keys: inbox:<message id>
 STOP_TIMEOUT = 15.0  # seconds stop() waits for a tick under way (adapter calls are bounded)
 LOG = logging.getLogger("interlock.inbox")
 
-Shape = Callable[[Message, Lease], tuple[str, dict[str, Any]]]
+Shape = Callable[[Message, MessageLease], tuple[str, dict[str, Any]]]
 NoteCallback = Callable[[str], None]
 
 
-def message_event(message: Message, lease: Lease) -> tuple[str, dict[str, Any]]:
+def message_event(message: Message, lease: MessageLease) -> tuple[str, dict[str, Any]]:
     """``inbox.message`` with the seed's fields (``id, type, from, status, body,
     correlation_id, payload_ref``), ``lease_until`` and ``lease_token``."""
     data = message.to_json()
@@ -76,7 +76,7 @@ def info_text(message: Message) -> str:
     return text + (f" ({', '.join(refs)})" if refs else "")
 
 
-def info_event(message: Message, lease: Lease) -> tuple[str, dict[str, Any]]:
+def info_event(message: Message, lease: MessageLease) -> tuple[str, dict[str, Any]]:
     """``signal.INFO`` shaped like a live signal's event (``signal_id, target, message,
     iteration``; target ALL) for a Ralph session, with the ``inbox.message`` data under
     ``inbox`` for a binding that acks."""
@@ -110,14 +110,14 @@ def may_take_inbox(spec_text: str) -> bool:
     return any(word in spec_text for word in ("inbox", "signal", "*"))
 
 
-def inbox_count(store: Store, session_id: str, queued: list[InboxItem] | None = None,
+def inbox_count(store: Store, session_id: str, queued: list[QueuedEvent] | None = None,
                 spec_text: str | None = None) -> InboxCount | None:
     """The session's inbox count from its journal and queue; None when no inbox message
-    ever reached it. ``queued`` is the session's store inbox when the caller has it;
+    ever reached it. ``queued`` is the session's event queue when the caller has it;
     with ``spec_text``, a spec that cannot take deliveries is answered without a read."""
     if spec_text is not None and not may_take_inbox(spec_text):
         return None
-    items = queued if queued is not None else store.inbox(session_id)
+    items = queued if queued is not None else store.queued_events(session_id)
     pending = sum(_is_delivery(i.event, i.data) for i in items)
     taken = sum(e.kind in ("event", "rejected") and _is_delivery(e.event, e.data)
                 for e in store.journal(session_id, -1))
@@ -151,7 +151,7 @@ class SessionInbox(HostPlugin):
     default gate (a Ralph runner: no subagent in flight).
     """
 
-    def __init__(self, runner: Runner, store: Store, config: PollerConfig, *,
+    def __init__(self, runner: Runner, store: EventQueue, config: PollerConfig, *,
                  root: Path | None = None, adapter: InboxAdapter | None = None,
                  shape: Shape = message_event, is_idle: Callable[[], bool] | None = None,
                  on_note: NoteCallback | None = None, **options: Any) -> None:
@@ -223,7 +223,7 @@ class SessionInbox(HostPlugin):
 
 
 _PROBE = Message("0" * 32, "probe", "probe", Status.IN_PROGRESS)
-_PROBE_LEASE = Lease("probe", 0.0)
+_PROBE_LEASE = MessageLease("probe", 0.0)
 
 
 def attach_inbox(runner: Runner, store: str | None, root: Path,

@@ -35,10 +35,10 @@ from interlock.runtime.inbox.model import (
     REAPER,
     Claim,
     InboxUnavailable,
-    JournalEntry,
-    Lease,
     Message,
+    MessageLease,
     Status,
+    StatusChange,
     UnknownMessage,
     check_id,
     check_post,
@@ -175,7 +175,7 @@ class SqliteInbox:
         return [message_from(r) for r in rows]
 
     def claim(self, message_id: str, owner: str,
-              lease_seconds: float = DEFAULT_LEASE) -> Lease | None:
+              lease_seconds: float = DEFAULT_LEASE) -> MessageLease | None:
         check_id(message_id)
         seconds = check_lease(lease_seconds)
         with self._write() as conn:
@@ -186,7 +186,7 @@ class SqliteInbox:
                 raise UnknownMessage(f"no message {message_id}")
             if not fetchable(message_from(row), now):
                 return None
-            lease = Lease(new_token(), now + seconds)
+            lease = MessageLease(new_token(), now + seconds)
             conn.execute(
                 "UPDATE inbox_messages SET status = 'in_progress', lease_token = ?, "
                 "lease_until = ?, owner = ?, updated_at = ? WHERE id = ?",
@@ -206,7 +206,7 @@ class SqliteInbox:
                 "ORDER BY status = 'queued', created_at, id LIMIT ?",
                 (*LEASED_NAMES, now, limit)).fetchall()
             for row in rows:
-                lease = Lease(new_token(), now + seconds)
+                lease = MessageLease(new_token(), now + seconds)
                 conn.execute(
                     "UPDATE inbox_messages SET status = 'in_progress', lease_token = ?, "
                     "lease_until = ?, owner = ?, updated_at = ? WHERE id = ?",
@@ -252,7 +252,7 @@ class SqliteInbox:
                              (message_id, now, before, REAPER))
         return len(rows)
 
-    def journal(self, message_id: str) -> builtins.list[JournalEntry]:
+    def journal(self, message_id: str) -> builtins.list[StatusChange]:
         self.get(message_id)
         rows = self._read(f"SELECT {JOURNAL_COLUMNS} FROM inbox_journal WHERE message_id = ?"
                           " ORDER BY n", (message_id,))

@@ -5,7 +5,7 @@ The review menu and the poller interview are real sessions of ``review_menu`` an
 agent and is stepped here in the caller's thread. The poller interview invokes its agent
 (``invoke:`` in ``consulting``), so its runner runs on its own (:class:`LiveSession`):
 the front end waits until the session is at a question, shows ``context.question``, and
-the answer goes into the session's inbox as the machine's events
+the answer goes into the session's event queue as the machine's events
 (:func:`answer_events`). Killed half-way, the poller session is where its last committed
 step left it: :func:`resume_interview` asks the next unanswered question with the earlier
 answers kept, and an agent call in flight is adopted (``on_resume: adopt``).
@@ -326,7 +326,7 @@ def _menu_choice(choice: str, request: ReviewRequest, front: FrontEnd, machines:
             "model": model, "harness": harness,
             "tools": [t.strip() for t in tools.split(",") if t.strip() and t.strip() != "-"]})
         return Outcome("configured", None, menu.session.context["staged_configs"].get(node))
-    from interlock.runtime.engine.faults import StepFailed
+    from interlock.runtime.engine.faults import UnhandledFault
 
     menu.send(choice)
     poller_id = str(menu.session.context["poller_id"])
@@ -338,7 +338,7 @@ def _menu_choice(choice: str, request: ReviewRequest, front: FrontEnd, machines:
                                 "idle_timeout": request.idle_timeout,
                                 "agent": machines.agent or DEFAULT_AGENT,
                                 "menu_session": menu.session_id})
-    except StepFailed as exc:  # the first step of the interview raised
+    except UnhandledFault as exc:  # the first step of the interview raised
         menu.send("aborted")
         return Outcome("failed", poller_id, None, message=str(exc))
     outcome = run_interview(poller, front)

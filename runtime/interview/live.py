@@ -5,12 +5,12 @@ keep taking events while the agent works: the agent's ``done.invoke.poller`` arr
 inbox, timers fire, the lease is renewed and a cancel request is heard. :class:`LiveSession`
 runs ``Runner.run`` on an event loop in a thread of its own, as ``interlock run`` would; the
 front end stays in the caller's thread (the terminal UI wants the main thread), waits until
-the session is at rest (at a question, or over), and sends the player's answer in as inbox
+the session is at rest (at a question, or over), and sends the player's answer in as queued
 events, like ``interlock send``. Nothing here steps the session itself.
 
 The caller's view of the session is taken after each pump of the runner, when the session
-is between steps, together with whether the inbox still holds events (so an answer sent is
-known to be taken once a later view shows the inbox empty).
+is between steps, together with whether the event queue still holds events (so an answer sent
+is known to be taken once a later view shows the queue empty).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class View:
     context: dict[str, Any]
     final: bool
     deadline: float | None  # the soonest armed timer (the question's idle timeout)
-    pending: bool  # events were waiting in the inbox
+    pending: bool  # events were waiting in the event queue
 
 
 class LiveSession:
@@ -71,7 +71,7 @@ class LiveSession:
         session = self.runner.session
         return View(self.runner.seq, session.active, copy.deepcopy(session.context),
                     session.is_final, session.next_deadline(),
-                    bool(self.runner.store.inbox(self.runner.session_id)))
+                    bool(self.runner.store.queued_events(self.runner.session_id)))
 
     def _stepped(self, step: Step) -> None:
         with self._changed:
@@ -112,7 +112,7 @@ class LiveSession:
                 self._changed.wait(WAIT_SLICE)
 
     def send(self, events: Sequence[tuple[str, dict[str, Any]]]) -> View:
-        """Queue ``events`` in the session's inbox, in order, and wait until they are taken
+        """Queue ``events`` in the session's event queue, in order, and wait until they are taken
         and the session is at rest again (or over)."""
         store, clock = self.runner.store, self.runner.clock
         with self._changed:

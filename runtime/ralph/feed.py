@@ -44,7 +44,7 @@ from interlock.runtime.signals.consumer import Consumer
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import UNIVERSAL_TYPES, Signal, SignalError, parse_signal
 from interlock.runtime.store import Store
-from interlock.runtime.store.base import InboxItem
+from interlock.runtime.store.base import QueuedEvent
 
 ORCHESTRATOR = IDENTITIES["orchestrator"]
 PEEK_BYTES = 64 * 1024
@@ -93,7 +93,7 @@ class RalphFeed(HostPlugin):
         self.note = note or (lambda _text: None)
         self._lock = threading.RLock()
         self._takers: list[_Taker] = []  # outermost first
-        self._orphans: list[InboxItem] = []  # signals an ended subagent never took
+        self._orphans: list[QueuedEvent] = []  # signals an ended subagent never took
         self._route: _Route | None = None  # set by wants(), used by deliver()
         self._detach: Callable[[], None] | None = None
         self.consumer = Consumer(owner=owner, watch=watch)
@@ -134,7 +134,7 @@ class RalphFeed(HostPlugin):
                 with contextlib.suppress(ValueError):
                     self._takers.remove(taker)
                 if identity != ORCHESTRATOR and runner.session.is_final:
-                    self._orphans += [item for item in self.store.inbox(runner.session_id)
+                    self._orphans += [item for item in self.store.queued_events(runner.session_id)
                                       if item.event.startswith("signal.")]
             runner.mailbox_clear = None
             with contextlib.suppress(ValueError):
@@ -160,7 +160,7 @@ class RalphFeed(HostPlugin):
     def queued(self, runner: Runner) -> bool:
         """Whether events wait in ``runner``'s session inbox (not taken yet)."""
         with self._lock:
-            return bool(self.store.inbox(runner.session_id))
+            return bool(self.store.queued_events(runner.session_id))
 
     # -- as the mailbox's subscriber (on the consumer's thread) ---------------------------
 

@@ -44,7 +44,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from interlock.runtime.host.owners import default_owner, owner_is_dead
-from interlock.runtime.signals.mailbox import Claim, Mailbox
+from interlock.runtime.signals.mailbox import Mailbox, SignalClaim
 from interlock.runtime.signals.model import (
     MAX_SIGNAL_BYTES,
     STATE_SPECIFIC_TYPES,
@@ -402,7 +402,7 @@ class Consumer:
             return
         self._complete(sub, claim, signal)
 
-    def _complete(self, sub: Subscriber, claim: Claim, signal: Signal) -> None:
+    def _complete(self, sub: Subscriber, claim: SignalClaim, signal: Signal) -> None:
         if sub.mailbox.is_finished(claim.name):  # finished before a crash: only the claim
             sub.mailbox.drop_claim(claim)         # was left. It was delivered; whether it was
             return                                # also reported (on_handled) is unknown
@@ -431,7 +431,7 @@ class Consumer:
             if not mine and not owner_is_dead(owner):
                 continue
             for name in list(mailbox.claimed(owner)):
-                claim = (Claim(name, mailbox.claims / owner / name,
+                claim = (SignalClaim(name, mailbox.claims / owner / name,
                                (mailbox.claims / owner / name).read_bytes())
                          if mine else mailbox.adopt(name, owner, self.owner))
                 if claim is None:

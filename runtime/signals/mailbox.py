@@ -72,7 +72,7 @@ def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class Claim:
+class SignalClaim:
     """A signal file this consumer owns now (in its claims folder)."""
 
     name: str
@@ -158,7 +158,7 @@ class Mailbox:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         return folder
 
-    def claim(self, name: str, owner: str) -> Claim | None:
+    def claim(self, name: str, owner: str) -> SignalClaim | None:
         """Take ``inputs/NAME`` for ``owner``; None when another consumer took it first."""
         target = self.claims_of(owner) / name
         try:
@@ -167,7 +167,7 @@ class Mailbox:
             return None
         if self.durable:
             fsync_dir(target.parent)
-        return Claim(name, target, target.read_bytes())
+        return SignalClaim(name, target, target.read_bytes())
 
     def owners_with_claims(self) -> list[str]:
         try:
@@ -183,16 +183,16 @@ class Mailbox:
             return
         yield from sorted(names, key=fifo_key)
 
-    def adopt(self, name: str, dead_owner: str, owner: str) -> Claim | None:
+    def adopt(self, name: str, dead_owner: str, owner: str) -> SignalClaim | None:
         """Take over a claim a dead consumer left; None when another consumer took it."""
         target = self.claims_of(owner) / name
         try:
             (self.claims / dead_owner / name).rename(target)
         except FileNotFoundError:
             return None
-        return Claim(name, target, target.read_bytes())
+        return SignalClaim(name, target, target.read_bytes())
 
-    def finish(self, claim: Claim, metadata: dict[str, Any]) -> Path:
+    def finish(self, claim: SignalClaim, metadata: dict[str, Any]) -> Path:
         """Write ``processed/NAME`` (the original text plus ``handling_metadata``),
         atomically, then drop the claim. Idempotent: an already finished signal keeps
         its first metadata."""
@@ -207,13 +207,13 @@ class Mailbox:
         self.drop_claim(claim)
         return final
 
-    def release(self, claim: Claim) -> None:
+    def release(self, claim: SignalClaim) -> None:
         """Put a claimed signal back into ``inputs/`` (a dead consumer's claim that this
         consumer does not take now); it keeps its name, so its place in the order."""
         with contextlib.suppress(FileNotFoundError):
             claim.path.rename(self.inputs / claim.name)
 
-    def drop_claim(self, claim: Claim) -> None:
+    def drop_claim(self, claim: SignalClaim) -> None:
         """Remove a claim whose signal is already in ``processed/`` (a second copy)."""
         with contextlib.suppress(FileNotFoundError):
             claim.path.unlink()
@@ -235,7 +235,7 @@ class Mailbox:
                          durable=self.durable)
         return target
 
-    def reject_claim(self, claim: Claim, reason: str) -> Path:
+    def reject_claim(self, claim: SignalClaim, reason: str) -> Path:
         target = self.rejected / claim.name
         claim.path.rename(target)
         write_atomically(self.rejected / f"{claim.name}.reason",

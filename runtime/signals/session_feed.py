@@ -1,9 +1,9 @@
 """Live signals into a running session: a mailbox consumer that feeds a Runner.
 
 Each signal becomes the session event ``signal.<TYPE>`` (data: signal_id, target,
-message, iteration), offered to the session's inbox in the store keyed by the signal id,
+message, iteration), offered to the session's event queue in the store keyed by the signal id,
 so a signal re-delivered after a consumer crash is never applied twice. The runner is
-woken at once instead of at its next inbox poll. A signal that no active state accepts
+woken at once instead of at its next look at the queue. A signal that no active state accepts
 stays in ``inputs/`` (seed 004: peek, and leave what the current context does not take)
 and is looked at again after every step, so an APPROVE waits for KNOWLEDGE_APPROVAL.
 "Accepts" includes guards: a signal whose transitions are all guarded false now stays too.
@@ -25,7 +25,7 @@ from interlock.runtime.engine.session import Step
 from interlock.runtime.signals.consumer import Consumer, Subscription
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SIGNAL_TYPES, TARGET_ALL, Signal, check_identifier
-from interlock.runtime.store import Store, open_store
+from interlock.runtime.store import EventQueue, open_store
 
 SESSIONS_DIR = Path(".interlock") / "sessions"
 
@@ -39,7 +39,7 @@ class SessionFeed:
     """Delivers one mailbox into one runner's session. ``store`` should be a connection of
     its own (the consumer works on its own thread)."""
 
-    def __init__(self, runner: Runner, store: Store, folder: Path, *,
+    def __init__(self, runner: Runner, store: EventQueue, folder: Path, *,
                  identity: str = TARGET_ALL, scan_interval: float = 2.0) -> None:
         self.runner = runner
         self.store = store

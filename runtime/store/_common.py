@@ -1,4 +1,5 @@
-"""What both backends share: row shapes, JSON encoding and the fencing rules."""
+"""What both backends share besides their SQL (store/_sql.py): row shapes, JSON encoding
+and the fencing rules."""
 
 from __future__ import annotations
 
@@ -9,26 +10,15 @@ from typing import Any
 from interlock.runtime.store.base import (
     AgentRecord,
     DeadLetter,
-    InboxItem,
     InvocationRecord,
     JournalEntry,
     Lease,
+    QueuedEvent,
     SessionNotFound,
     SessionRow,
     StaleSession,
     StoreError,
 )
-
-SESSION_COLUMNS = (
-    "id, spec_name, spec_path, spec_hash, spec_text, status, seq, snapshot,"
-    " created_at, updated_at"
-)
-JOURNAL_COLUMNS = "seq, at, kind, event, data, before_states, after_states, note"
-INBOX_COLUMNS = "id, session_id, event, data, enqueued_at"
-AGENT_COLUMNS = "id, pgid, pid, owner, argv, started_at, session_id"
-INVOCATION_COLUMNS = ("id, session_id, invoke, state, argv, spool, started_at, pid, pgid,"
-                      " start_ticks, outcome, reason, ended_at")
-DEAD_COLUMNS = "id, session_id, kind, event, data, failed_at, error"
 
 Decode = Callable[[Any], Any]  # a JSON column as the driver returns it -> Python
 
@@ -68,8 +58,8 @@ def entry_from(values: Sequence[Any], decode: Decode) -> JournalEntry:
     )
 
 
-def item_from(values: Sequence[Any], decode: Decode) -> InboxItem:
-    return InboxItem(
+def queued_from(values: Sequence[Any], decode: Decode) -> QueuedEvent:
+    return QueuedEvent(
         id=int(values[0]), session_id=values[1], event=values[2], data=decode(values[3]),
         enqueued_at=float(values[4]),
     )

@@ -1,11 +1,20 @@
-"""The store contract: where sessions, their journal, their inbox and their leases live,
-and the agent process groups dispatchers started (so orphans can be found after a crash).
+"""The store contract: where sessions, their journal, their event queue and their leases
+live, and the agent process groups dispatchers started (so orphans can be found after a
+crash).
 
-One interface, two implementations (SQLite, the embedded default; PostgreSQL by URL),
-one contract test suite run against both (tests/test_store_contract.py).
+"Inbox" is not a store word: it names the seed-002 message inbox (runtime/inbox). Events
+waiting for a session's runner are its *event queue* (``enqueue``, ``offer``,
+``queued_events``).
+
+One protocol per concern, for code that needs only that concern: :class:`SessionStore`
+(sessions, journal, step commits, cancel requests), :class:`EventQueue` (queued events,
+delivery keys, dead letters), :class:`LeaseStore`, :class:`AgentProcessStore`,
+:class:`InvocationStore`, :class:`StagedConfigStore`; :class:`Store` is all of them. Two
+implementations (SQLite, the embedded default; PostgreSQL by URL), one contract test suite
+run against both (tests/runtime/store/test_store_contract.py).
 
 A step is committed atomically: journal entries appended, the snapshot replaced, the
-sequence number bumped and the inbox items it consumed deleted, in one transaction. The
+sequence number bumped and the queued events it consumed deleted, in one transaction. The
 commit is fenced twice: by the sequence number the runner last saw (``expected_seq``) and
 by its lease token, so a runner that lost its lease can never overwrite a newer state.
 
@@ -79,7 +88,9 @@ class JournalEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class InboxItem:
+class QueuedEvent:
+    """An event in a session's event queue, waiting for its runner to take it."""
+
     id: int  # increasing per store: the delivery order
     session_id: str
     event: str
@@ -99,9 +110,9 @@ class Lease:
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
-    """An event whose step failed (an action or guard raised), kept out of the inbox.
+    """An event whose step failed (an action or guard raised), kept out of the event queue.
 
-    ``kind`` is "event" (an inbox item or a direct send) or "timer" (an ``after`` timer
+    ``kind`` is "event" (a queued event or a direct send) or "timer" (an ``after`` timer
     event that fired). ``id`` increases per store: the order the letters were buried in;
     when handing new letters to ``commit_step`` it is ignored (the store assigns it).
     """
@@ -163,9 +174,10 @@ class InvocationRecord:
 STORED_STATUSES = ("active", "failed", "finished", "cancelled")
 
 
-class Store(Protocol):
-    """Every method is safe to call from several processes at once.
+class StoreConnection(Protocol):
+    """What every store protocol below has: where the store is, and closing it.
 
+    Every method of every store protocol is safe to call from several processes at once.
     Methods that name a session raise SessionNotFound when it does not exist, except
     ``renew`` (None) and ``release`` (no-op). Transient failures (a locked database, a
     lost connection) are retried with bounded exponential backoff, then StoreUnavailable.
@@ -173,6 +185,12 @@ class Store(Protocol):
     """
 
     url: str  # where the store is, fit for messages: a password is masked (redact_url)
+
+    def close(self) -> None: ...
+
+
+class SessionStore(StoreConnection, Protocol):
+    """Sessions: their rows, their append-only journal, the step commit, cancel requests."""
 
     def create(self, row: SessionRow, entry: JournalEntry) -> None:
         """Insert a new session (no lease) with its first journal entry; SessionExists if
@@ -201,7 +219,7 @@ class Store(Protocol):
     ) -> int:
         """Atomically append ``entries``, replace the snapshot and status (and the spec,
         when ``spec`` is given: a migration), delete the
-        ``consumed`` inbox items (ids not queued for this session are ignored), add the
+        ``consumed`` queued events (ids not queued for this session are ignored), add the
         ``buried`` dead letters (their ids and session ids are assigned here), delete the
         ``revived`` dead letters (ids of other sessions are ignored), and set
         seq to ``expected_seq + 1`` (returned) and updated_at to ``now``.
@@ -212,6 +230,21 @@ class Store(Protocol):
     def journal(self, session_id: str, after_seq: int = 0) -> builtins.list[JournalEntry]:
         """Entries with seq > after_seq, in order."""
 
+    def delete(self, session_id: str) -> None:
+        """Delete the session with its journal, event queue, dead letters, delivery keys and
+        lease. A runner still holding it finds SessionNotFound on its next commit."""
+
+    def request_cancel(self, session_id: str, reason: str | None, at: float) -> None:
+        """Ask the session's live runner to cancel it (it looks at least every 0.1 s)."""
+
+    def cancel_request(self, session_id: str) -> CancelRequest | None:
+        """The pending cancel request, if any (kept until the session is deleted)."""
+
+
+class EventQueue(StoreConnection, Protocol):
+    """Events waiting for a session's runner (taken by ``SessionStore.commit_step``'s
+    ``consumed``), delivery keys, and the dead letters of steps that failed."""
+
     def enqueue(self, session_id: str, event: str, data: dict[str, Any], at: float) -> int:
         """Queue an event for the session's runner; returns the item id."""
 
@@ -220,8 +253,8 @@ class Store(Protocol):
         """Queue an event like ``enqueue``, at most once per (session, ``key``), ever: for
         deliveries that may be repeated (a signal re-sent after a crash), keyed by the
         sender's id for it. Returns the new item's id, or None when ``key`` was offered to
-        this session before: None means the key's item is in the session's inbox or was
-        consumed into its journal, by this caller or another. The key and the item are
+        this session before: None means the key's item is in the session's event queue or
+        was consumed into its journal, by this caller or another. The key and the item are
         written in one transaction, so neither exists without the other; concurrent offers
         of one key queue one item and none fails. A call that had to be retried returns its
         own item's id if its first attempt did land (never a second item). StoreError for
@@ -230,8 +263,15 @@ class Store(Protocol):
     def delivered(self, session_id: str, key: str) -> bool:
         """Whether ``key`` was ever offered to the session (its item may be consumed)."""
 
-    def inbox(self, session_id: str) -> builtins.list[InboxItem]:
-        """Queued items, oldest first."""
+    def queued_events(self, session_id: str) -> builtins.list[QueuedEvent]:
+        """The session's queued events, oldest first."""
+
+    def dead_letters(self, session_id: str) -> builtins.list[DeadLetter]:
+        """The session's dead letters, in the order they were buried."""
+
+
+class LeaseStore(StoreConnection, Protocol):
+    """Who runs a session: one owner at a time, fenced by an increasing token."""
 
     def acquire(self, session_id: str, owner: str, ttl: float, now: float,
                 take_from: str | None = None) -> Lease | None:
@@ -251,18 +291,9 @@ class Store(Protocol):
         """Give the lease up; the token is kept, so the next holder's is higher.
         No-op if it was lost."""
 
-    def dead_letters(self, session_id: str) -> builtins.list[DeadLetter]:
-        """The session's dead letters, in the order they were buried."""
 
-    def request_cancel(self, session_id: str, reason: str | None, at: float) -> None:
-        """Ask the session's live runner to cancel it (it looks at least every 0.1 s)."""
-
-    def cancel_request(self, session_id: str) -> CancelRequest | None:
-        """The pending cancel request, if any (kept until the session is deleted)."""
-
-    def delete(self, session_id: str) -> None:
-        """Delete the session with its journal, inbox, dead letters, delivery keys and
-        lease. A runner still holding it finds SessionNotFound on its next commit."""
+class AgentProcessStore(StoreConnection, Protocol):
+    """Agent process groups dispatchers started, so orphans can be stopped after a crash."""
 
     def record_agent(self, record: AgentRecord) -> None:
         """Remember a started agent process group (before it can outlive its dispatcher);
@@ -274,6 +305,10 @@ class Store(Protocol):
 
     def agents(self) -> builtins.list[AgentRecord]:
         """Every record, by started_at then id: after a crash, the groups to stop."""
+
+
+class InvocationStore(StoreConnection, Protocol):
+    """The agents invoking states started (runtime/engine/invoke.py) and how they ended."""
 
     def record_invocation(self, record: InvocationRecord) -> None:
         """Remember an invocation before its process starts; StoreError if ``record.id``
@@ -294,6 +329,10 @@ class Store(Protocol):
         """The session's invocations by started_at then id (only those without an
         outcome when ``in_flight``); SessionNotFound if there is no such session."""
 
+
+class StagedConfigStore(StoreConnection, Protocol):
+    """``staged_configs`` (seed 000): one pending configuration per node."""
+
     def stage_config(self, node: str, config: dict[str, Any], at: float) -> None:
         """Write ``staged_configs[node]`` (seed 000), replacing any earlier one, atomically.
         ``node`` need not name a session."""
@@ -305,7 +344,12 @@ class Store(Protocol):
         """Return ``staged_configs[node]`` and remove it in one transaction (None when
         nothing is staged): of two consumers, exactly one gets it."""
 
-    def close(self) -> None: ...
+
+class Store(SessionStore, EventQueue, LeaseStore, AgentProcessStore, InvocationStore,
+            StagedConfigStore, Protocol):
+    """The whole store, every concern: for code that opens one and needs them all. Code
+    that needs less takes the narrowest protocol above (a function that only reads
+    invocations takes an :class:`InvocationStore`)."""
 
 
 def redact_url(url: str) -> str:

@@ -22,12 +22,6 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from interlock.runtime.store._common import (
-    AGENT_COLUMNS,
-    DEAD_COLUMNS,
-    INBOX_COLUMNS,
-    INVOCATION_COLUMNS,
-    JOURNAL_COLUMNS,
-    SESSION_COLUMNS,
     agent_exists,
     agent_from,
     agent_params,
@@ -42,22 +36,24 @@ from interlock.runtime.store._common import (
     invocation_exists,
     invocation_from,
     invocation_params,
-    item_from,
     journal_params,
     lease_from,
     not_found,
+    queued_from,
     session_from,
     session_params,
 )
 from interlock.runtime.store._retry import Backoff, OnRetry, retry
+from interlock.runtime.store._sql import AGENT_COLUMNS, INVOCATION_COLUMNS, SESSION_COLUMNS
+from interlock.runtime.store._sql import POSTGRES as SQL
 from interlock.runtime.store.base import (
     AgentRecord,
     CancelRequest,
     DeadLetter,
-    InboxItem,
     InvocationRecord,
     JournalEntry,
     Lease,
+    QueuedEvent,
     SessionExists,
     SessionRow,
     SpecSource,
@@ -129,7 +125,7 @@ MIGRATIONS: list[tuple[str, ...]] = [
             session_id TEXT
         )""",
     ),
-    (  # 3: offer keys, kept after their inbox item is consumed (no foreign key on inbox_id)
+    (  # 3: offer keys, kept after their queued event is consumed (no foreign key on inbox_id)
         """CREATE TABLE deliveries (
             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
             key TEXT NOT NULL,
@@ -179,6 +175,17 @@ MIGRATIONS: list[tuple[str, ...]] = [
             config JSONB NOT NULL,
             staged_at DOUBLE PRECISION NOT NULL
         )""",
+    ),
+    (  # 7: the event queue is no inbox ("inbox" is the seed-002 inbox's word, whose own
+       # tables may share this database); its identity sequence goes along with it
+        "ALTER TABLE inbox RENAME TO event_queue",
+        "ALTER INDEX IF EXISTS inbox_pkey RENAME TO event_queue_pkey",
+        "ALTER INDEX IF EXISTS inbox_by_session RENAME TO event_queue_by_session",
+        """DO $$ BEGIN
+           EXECUTE format('ALTER SEQUENCE %s RENAME TO event_queue_id_seq',
+                          pg_get_serial_sequence('event_queue', 'id'));
+           END $$""",
+        "ALTER TABLE deliveries RENAME COLUMN inbox_id TO event_id",
     ),
 ]
 
@@ -338,13 +345,13 @@ class PostgresStore:
     @staticmethod
     def _lock_session(conn: Conn, session_id: str) -> None:
         """Lock the session row against commits and other enqueues (SessionNotFound)."""
-        if conn.execute("SELECT 1 FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+        if conn.execute(SQL.session_exists + " FOR NO KEY UPDATE",
                         (session_id,)).fetchone() is None:
             raise not_found(session_id)
 
     @staticmethod
     def _require(conn: Conn, session_id: str) -> None:
-        if conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone() is None:
+        if conn.execute(SQL.session_exists, (session_id,)).fetchone() is None:
             raise not_found(session_id)
 
     # -- the contract -----------------------------------------------------------------
@@ -355,14 +362,11 @@ class PostgresStore:
 
         def body(conn: Conn) -> bool:
             inserted = conn.execute(
-                f"INSERT INTO sessions ({SESSION_COLUMNS})"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s)"
-                " ON CONFLICT (id) DO NOTHING RETURNING 1", values,
+                SQL.insert_session + " ON CONFLICT (id) DO NOTHING RETURNING 1", values,
             ).fetchone()
             if inserted is None:
                 raise SessionExists(f"a session {row.id!r} already exists")
-            conn.execute(f"INSERT INTO journal (session_id, {JOURNAL_COLUMNS})"
-                         f" VALUES ({_JOURNAL_MARKS})", journal)
+            conn.execute(SQL.insert_entry, journal)
             return True
 
         def resolve(conn: Conn) -> bool | None:
@@ -378,8 +382,7 @@ class PostgresStore:
 
     def get(self, session_id: str) -> SessionRow:
         def body(conn: Conn) -> SessionRow:
-            values = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s",
-                                  (session_id,)).fetchone()
+            values = conn.execute(SQL.get_session, (session_id,)).fetchone()
             if values is None:
                 raise not_found(session_id)
             return session_from(values, _same)
@@ -417,35 +420,23 @@ class PostgresStore:
         dead = [dead_params(session_id, letter) for letter in buried or []]
 
         def body(conn: Conn) -> int:
-            stored = conn.execute(
-                "SELECT seq, lease_owner, lease_token, lease_expires_at FROM sessions"
-                " WHERE id = %s FOR UPDATE", (session_id,),
-            ).fetchone()
+            stored = conn.execute(SQL.fence_session + " FOR UPDATE", (session_id,)).fetchone()
             fence(session_id, stored, expected_seq=expected_seq, lease_token=lease_token,
                   now=now)
             with conn.cursor() as cursor:
-                cursor.executemany(f"INSERT INTO journal (session_id, {JOURNAL_COLUMNS})"
-                                   f" VALUES ({_JOURNAL_MARKS})", journal)
+                cursor.executemany(SQL.insert_entry, journal)
             if consumed:
-                conn.execute("DELETE FROM inbox WHERE session_id = %s AND id = ANY(%s)",
+                conn.execute("DELETE FROM event_queue WHERE session_id = %s AND id = ANY(%s)",
                              (session_id, consumed))
             if revived:
                 conn.execute("DELETE FROM dead_letters WHERE session_id = %s AND id = ANY(%s)",
                              (session_id, revived))
             if dead:
                 with conn.cursor() as cursor:
-                    cursor.executemany(
-                        "INSERT INTO dead_letters (session_id, kind, event, data, failed_at,"
-                        " error) VALUES (%s, %s, %s, %s::jsonb, %s, %s)", dead)
-            conn.execute(
-                "UPDATE sessions SET seq = %s, snapshot = %s::jsonb, status = %s,"
-                " updated_at = %s WHERE id = %s",
-                (seq, snapshot_text, status, now, session_id),
-            )
+                    cursor.executemany(SQL.bury, dead)
+            conn.execute(SQL.step_session, (seq, snapshot_text, status, now, session_id))
             if spec is not None:
-                conn.execute("UPDATE sessions SET spec_path = %s, spec_text = %s,"
-                             " spec_hash = %s WHERE id = %s",
-                             (spec.path, spec.text, spec.digest, session_id))
+                conn.execute(SQL.migrate_spec, (spec.path, spec.text, spec.digest, session_id))
             return seq
 
         def resolve(conn: Conn) -> int | None:
@@ -459,10 +450,7 @@ class PostgresStore:
     def journal(self, session_id: str, after_seq: int = 0) -> builtins.list[JournalEntry]:
         def body(conn: Conn) -> builtins.list[JournalEntry]:
             self._require(conn, session_id)
-            rows = conn.execute(
-                f"SELECT {JOURNAL_COLUMNS} FROM journal WHERE session_id = %s AND seq > %s"
-                " ORDER BY seq, id", (session_id, after_seq),
-            ).fetchall()
+            rows = conn.execute(SQL.journal, (session_id, after_seq)).fetchall()
             return [entry_from(values, _same) for values in rows]
 
         return self._run(body, _rerun)
@@ -474,11 +462,7 @@ class PostgresStore:
             # Enqueues of one session take turns, so ids grow in commit order: a runner
             # never sees a later item before an earlier one.
             self._lock_session(conn, session_id)
-            values = conn.execute(
-                "INSERT INTO inbox (session_id, event, data, enqueued_at)"
-                " VALUES (%s, %s, %s::jsonb, %s) RETURNING id",
-                (session_id, event, data_text, at),
-            ).fetchone()
+            values = conn.execute(SQL.enqueue, (session_id, event, data_text, at)).fetchone()
             assert values is not None
             return int(values[0])
 
@@ -494,20 +478,20 @@ class PostgresStore:
             nonlocal drawn
             drawn = None
             self._lock_session(conn, session_id)  # ids grow in commit order, as for enqueue
-            # The key first, with the item's id drawn from the inbox's own sequence: on a
+            # The key first, with the item's id drawn from the queue's own sequence: on a
             # taken key (committed, or in flight elsewhere: then this waits for it) nothing
             # is written and nothing raises; a drawn id is burnt, a gap like a rollback's.
             values = conn.execute(
-                "INSERT INTO deliveries (session_id, key, inbox_id, at)"
-                " VALUES (%s, %s, nextval(pg_get_serial_sequence('inbox', 'id')), %s)"
-                " ON CONFLICT (session_id, key) DO NOTHING RETURNING inbox_id",
+                "INSERT INTO deliveries (session_id, key, event_id, at)"
+                " VALUES (%s, %s, nextval(pg_get_serial_sequence('event_queue', 'id')), %s)"
+                " ON CONFLICT (session_id, key) DO NOTHING RETURNING event_id",
                 (session_id, key, at),
             ).fetchone()
             if values is None:
                 return None
             item = int(values[0])
             conn.execute(
-                "INSERT INTO inbox (id, session_id, event, data, enqueued_at)"
+                "INSERT INTO event_queue (id, session_id, event, data, enqueued_at)"
                 " OVERRIDING SYSTEM VALUE VALUES (%s, %s, %s, %s::jsonb, %s)",
                 (item, session_id, event, data_text, at),
             )
@@ -521,7 +505,7 @@ class PostgresStore:
             if drawn is None:
                 return None
             stored = conn.execute(
-                "SELECT inbox_id FROM deliveries WHERE session_id = %s AND key = %s",
+                "SELECT event_id FROM deliveries WHERE session_id = %s AND key = %s",
                 (session_id, key),
             ).fetchone()
             return drawn if stored == (drawn,) else None
@@ -531,19 +515,15 @@ class PostgresStore:
     def delivered(self, session_id: str, key: str) -> bool:
         def body(conn: Conn) -> bool:
             self._require(conn, session_id)
-            return conn.execute("SELECT 1 FROM deliveries WHERE session_id = %s AND key = %s",
-                                (session_id, key)).fetchone() is not None
+            return conn.execute(SQL.key_offered, (session_id, key)).fetchone() is not None
 
         return self._run(body, _rerun)
 
-    def inbox(self, session_id: str) -> builtins.list[InboxItem]:
-        def body(conn: Conn) -> builtins.list[InboxItem]:
+    def queued_events(self, session_id: str) -> builtins.list[QueuedEvent]:
+        def body(conn: Conn) -> builtins.list[QueuedEvent]:
             self._require(conn, session_id)
-            rows = conn.execute(
-                f"SELECT {INBOX_COLUMNS} FROM inbox WHERE session_id = %s ORDER BY id",
-                (session_id,),
-            ).fetchall()
-            return [item_from(values, _same) for values in rows]
+            rows = conn.execute(SQL.queued_events, (session_id,)).fetchall()
+            return [queued_from(values, _same) for values in rows]
 
         return self._run(body, _rerun)
 
@@ -553,13 +533,7 @@ class PostgresStore:
 
         def body(conn: Conn) -> Lease | None:
             values = conn.execute(
-                "UPDATE sessions SET lease_owner = %(owner)s, lease_token = lease_token + 1,"
-                " lease_expires_at = %(expires)s, lease_acquired_at = %(now)s"
-                " WHERE id = %(id)s AND (lease_owner IS NULL OR lease_expires_at <= %(now)s"
-                " OR lease_owner = %(owner)s OR lease_owner = %(take_from)s)"
-                " RETURNING lease_token, lease_expires_at, lease_acquired_at",
-                {"owner": owner, "expires": now + ttl, "id": session_id, "now": now,
-                 "take_from": take_from},
+                SQL.acquire, (owner, now + ttl, now, session_id, now, owner, take_from),
             ).fetchone()
             if values is None:
                 self._require(conn, session_id)
@@ -570,11 +544,7 @@ class PostgresStore:
 
     def holder(self, session_id: str) -> Lease | None:
         def body(conn: Conn) -> Lease | None:
-            row = conn.execute(
-                "SELECT lease_owner, lease_token, lease_expires_at, lease_acquired_at"
-                " FROM sessions WHERE id = %s",
-                (session_id,),
-            ).fetchone()
+            row = conn.execute(SQL.holder, (session_id,)).fetchone()
             if row is None:
                 raise not_found(session_id)
             return None if row[0] is None else lease_from(session_id, row[0], row[1:])
@@ -586,10 +556,7 @@ class PostgresStore:
 
         def body(conn: Conn) -> Lease | None:
             values = conn.execute(
-                "UPDATE sessions SET lease_expires_at = %s"
-                " WHERE id = %s AND lease_owner = %s AND lease_token = %s"
-                " RETURNING lease_token, lease_expires_at, lease_acquired_at",
-                (now + ttl, lease.session_id, lease.owner, lease.token),
+                SQL.renew, (now + ttl, lease.session_id, lease.owner, lease.token),
             ).fetchone()
             return None if values is None else lease_from(lease.session_id, lease.owner, values)
 
@@ -597,29 +564,22 @@ class PostgresStore:
 
     def release(self, lease: Lease) -> None:
         def body(conn: Conn) -> None:
-            conn.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL,"
-                " lease_acquired_at = NULL"
-                " WHERE id = %s AND lease_owner = %s AND lease_token = %s",
-                (lease.session_id, lease.owner, lease.token),
-            )
+            conn.execute(SQL.release, (lease.session_id, lease.owner, lease.token))
 
         self._run(body, _rerun)
 
     def dead_letters(self, session_id: str) -> builtins.list[DeadLetter]:
         def body(conn: Conn) -> builtins.list[DeadLetter]:
             self._require(conn, session_id)
-            rows = conn.execute(f"SELECT {DEAD_COLUMNS} FROM dead_letters"
-                                " WHERE session_id = %s ORDER BY id", (session_id,)).fetchall()
+            rows = conn.execute(SQL.dead_letters, (session_id,)).fetchall()
             return [dead_from(values, _same) for values in rows]
 
         return self._run(body, _rerun)
 
     def request_cancel(self, session_id: str, reason: str | None, at: float) -> None:
         def body(conn: Conn) -> None:
-            updated = conn.execute(
-                "UPDATE sessions SET cancel_reason = %s, cancel_requested_at = %s"
-                " WHERE id = %s RETURNING 1", (reason, at, session_id)).fetchone()
+            updated = conn.execute(SQL.request_cancel + " RETURNING 1",
+                                   (reason, at, session_id)).fetchone()
             if updated is None:
                 raise not_found(session_id)
 
@@ -627,8 +587,7 @@ class PostgresStore:
 
     def cancel_request(self, session_id: str) -> CancelRequest | None:
         def body(conn: Conn) -> CancelRequest | None:
-            values = conn.execute("SELECT cancel_reason, cancel_requested_at FROM sessions"
-                                  " WHERE id = %s", (session_id,)).fetchone()
+            values = conn.execute(SQL.cancel_request, (session_id,)).fetchone()
             if values is None:
                 raise not_found(session_id)
             return None if values[1] is None else CancelRequest(values[0], float(values[1]))
@@ -637,15 +596,14 @@ class PostgresStore:
 
     def delete(self, session_id: str) -> None:
         def body(conn: Conn) -> bool:
-            deleted = conn.execute("DELETE FROM sessions WHERE id = %s RETURNING 1",
+            deleted = conn.execute(SQL.delete_session + " RETURNING 1",
                                    (session_id,)).fetchone()
             if deleted is None:
                 raise not_found(session_id)
             return True
 
         def resolve(conn: Conn) -> bool | None:
-            gone = conn.execute("SELECT 1 FROM sessions WHERE id = %s",
-                                (session_id,)).fetchone() is None
+            gone = conn.execute(SQL.session_exists, (session_id,)).fetchone() is None
             return True if gone else None
 
         self._run(body, resolve)
@@ -655,8 +613,7 @@ class PostgresStore:
 
         def body(conn: Conn) -> bool:
             inserted = conn.execute(
-                f"INSERT INTO agents ({AGENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (id) DO NOTHING RETURNING 1", values,
+                SQL.insert_agent + " ON CONFLICT (id) DO NOTHING RETURNING 1", values,
             ).fetchone()
             if inserted is None:
                 raise agent_exists(record.id)
@@ -675,7 +632,7 @@ class PostgresStore:
 
     def forget_agent(self, agent_id: str) -> None:
         def body(conn: Conn) -> None:
-            conn.execute("DELETE FROM agents WHERE id = %s", (agent_id,))
+            conn.execute(SQL.forget_agent, (agent_id,))
 
         self._run(body, _rerun)
 
@@ -690,13 +647,11 @@ class PostgresStore:
 
     def record_invocation(self, record: InvocationRecord) -> None:
         values = invocation_params(record)
-        marks = ", ".join(["%s"] * 13)
 
         def body(conn: Conn) -> bool:
             self._require(conn, record.session_id)
             inserted = conn.execute(
-                f"INSERT INTO invocations ({INVOCATION_COLUMNS}) VALUES ({marks})"
-                " ON CONFLICT (id) DO NOTHING RETURNING 1", values,
+                SQL.insert_invocation + " ON CONFLICT (id) DO NOTHING RETURNING 1", values,
             ).fetchone()
             if inserted is None:
                 raise invocation_exists(record.id)
@@ -716,18 +671,15 @@ class PostgresStore:
     def invocation_started(self, invocation_id: str, pid: int, pgid: int,
                            start_ticks: str) -> None:
         def body(conn: Conn) -> None:
-            conn.execute("UPDATE invocations SET pid = %s, pgid = %s, start_ticks = %s"
-                         " WHERE id = %s", (pid, pgid, start_ticks, invocation_id))
+            conn.execute(SQL.invocation_started, (pid, pgid, start_ticks, invocation_id))
 
         self._run(body, _rerun)
 
     def end_invocation(self, invocation_id: str, outcome: str, reason: str | None,
                        at: float) -> bool:
         def body(conn: Conn) -> bool:
-            ended = conn.execute(
-                "UPDATE invocations SET outcome = %s, reason = %s, ended_at = %s"
-                " WHERE id = %s AND outcome IS NULL RETURNING 1",
-                (outcome, reason, at, invocation_id)).fetchone()
+            ended = conn.execute(SQL.end_invocation + " RETURNING 1",
+                                 (outcome, reason, at, invocation_id)).fetchone()
             return ended is not None
 
         def resolve(conn: Conn) -> bool | None:
@@ -756,25 +708,20 @@ class PostgresStore:
         text = dumps(config)
 
         def body(conn: Conn) -> None:
-            conn.execute("INSERT INTO staged_configs (node, config, staged_at)"
-                         " VALUES (%s, %s::jsonb, %s) ON CONFLICT (node) DO UPDATE"
-                         " SET config = excluded.config, staged_at = excluded.staged_at",
-                         (node, text, at))
+            conn.execute(SQL.stage_config, (node, text, at))
 
         self._run(body, _rerun)  # an upsert of the same value: safe to run again
 
     def staged_config(self, node: str) -> dict[str, Any] | None:
         def body(conn: Conn) -> dict[str, Any] | None:
-            found = conn.execute("SELECT config FROM staged_configs WHERE node = %s",
-                                 (node,)).fetchone()
+            found = conn.execute(SQL.staged_config, (node,)).fetchone()
             return None if found is None else _json_dict(found[0])
 
         return self._run(body, _rerun)
 
     def consume_staged_config(self, node: str) -> dict[str, Any] | None:
         def body(conn: Conn) -> dict[str, Any] | None:
-            found = conn.execute("DELETE FROM staged_configs WHERE node = %s RETURNING config",
-                                 (node,)).fetchone()
+            found = conn.execute(SQL.consume_staged_config, (node,)).fetchone()
             return None if found is None else _json_dict(found[0])
 
         return self._run(body, None)  # a lost COMMIT: say so, never hand it out twice
@@ -785,9 +732,6 @@ class PostgresStore:
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
-
-
-_JOURNAL_MARKS = "%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s"
 
 
 def _same(value: Any) -> Any:

@@ -18,12 +18,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from interlock.runtime.store._common import (
-    AGENT_COLUMNS,
-    DEAD_COLUMNS,
-    INBOX_COLUMNS,
-    INVOCATION_COLUMNS,
-    JOURNAL_COLUMNS,
-    SESSION_COLUMNS,
     agent_exists,
     agent_from,
     agent_params,
@@ -38,22 +32,24 @@ from interlock.runtime.store._common import (
     invocation_exists,
     invocation_from,
     invocation_params,
-    item_from,
     journal_params,
     lease_from,
     not_found,
+    queued_from,
     session_from,
     session_params,
 )
 from interlock.runtime.store._retry import Backoff, OnRetry, retry
+from interlock.runtime.store._sql import AGENT_COLUMNS, INVOCATION_COLUMNS, SESSION_COLUMNS
+from interlock.runtime.store._sql import SQLITE as SQL
 from interlock.runtime.store.base import (
     AgentRecord,
     CancelRequest,
     DeadLetter,
-    InboxItem,
     InvocationRecord,
     JournalEntry,
     Lease,
+    QueuedEvent,
     SessionExists,
     SessionRow,
     SpecSource,
@@ -116,7 +112,7 @@ MIGRATIONS: list[tuple[str, ...]] = [
             session_id TEXT
         )""",
     ),
-    (  # 3: offer keys, kept after their inbox item is consumed (no foreign key on inbox_id)
+    (  # 3: offer keys, kept after their queued event is consumed (no foreign key on inbox_id)
         """CREATE TABLE deliveries (
             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
             key TEXT NOT NULL,
@@ -166,6 +162,13 @@ MIGRATIONS: list[tuple[str, ...]] = [
             config TEXT NOT NULL,
             staged_at REAL NOT NULL
         )""",
+    ),
+    (  # 7: the event queue is no inbox ("inbox" is the seed-002 inbox's word); the rename
+       # carries its AUTOINCREMENT counter along (sqlite_sequence), so ids keep growing
+        "ALTER TABLE inbox RENAME TO event_queue",
+        "DROP INDEX inbox_by_session",
+        "CREATE INDEX event_queue_by_session ON event_queue (session_id, id)",
+        "ALTER TABLE deliveries RENAME COLUMN inbox_id TO event_id",
     ),
 ]
 
@@ -316,7 +319,7 @@ class SqliteStore:
 
     @staticmethod
     def _require(conn: sqlite3.Connection, session_id: str) -> None:
-        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        if conn.execute(SQL.session_exists, (session_id,)).fetchone() is None:
             raise not_found(session_id)
 
     # -- the contract -----------------------------------------------------------------
@@ -326,19 +329,16 @@ class SqliteStore:
         values, journal = session_params(row), journal_params(row.id, entry)
 
         def body(conn: sqlite3.Connection) -> None:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (row.id,)).fetchone():
+            if conn.execute(SQL.session_exists, (row.id,)).fetchone():
                 raise SessionExists(f"a session {row.id!r} already exists")
-            conn.execute(f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES ({_marks(10)})", values)
-            conn.execute(f"INSERT INTO journal (session_id, {JOURNAL_COLUMNS})"
-                         f" VALUES ({_marks(9)})", journal)
+            conn.execute(SQL.insert_session, values)
+            conn.execute(SQL.insert_entry, journal)
 
         self._write(body)
 
     def get(self, session_id: str) -> SessionRow:
         def body(conn: sqlite3.Connection) -> SessionRow:
-            values = conn.execute(
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            values = conn.execute(SQL.get_session, (session_id,)).fetchone()
             if values is None:
                 raise not_found(session_id)
             return session_from(values, json.loads)
@@ -375,27 +375,18 @@ class SqliteStore:
         dead = [dead_params(session_id, letter) for letter in buried or []]
 
         def body(conn: sqlite3.Connection) -> int:
-            stored = conn.execute(
-                "SELECT seq, lease_owner, lease_token, lease_expires_at FROM sessions"
-                " WHERE id = ?", (session_id,),
-            ).fetchone()
+            stored = conn.execute(SQL.fence_session, (session_id,)).fetchone()
             fence(session_id, stored, expected_seq=expected_seq, lease_token=lease_token,
                   now=now)
-            conn.executemany(f"INSERT INTO journal (session_id, {JOURNAL_COLUMNS})"
-                             f" VALUES ({_marks(9)})", journal)
-            conn.executemany("DELETE FROM inbox WHERE session_id = ? AND id = ?",
+            conn.executemany(SQL.insert_entry, journal)
+            conn.executemany("DELETE FROM event_queue WHERE session_id = ? AND id = ?",
                              [(session_id, item) for item in consumed])
             conn.executemany("DELETE FROM dead_letters WHERE session_id = ? AND id = ?",
                              [(session_id, item) for item in revived or []])
-            conn.executemany("INSERT INTO dead_letters (session_id, kind, event, data,"
-                             f" failed_at, error) VALUES ({_marks(6)})", dead)
-            conn.execute(
-                "UPDATE sessions SET seq = ?, snapshot = ?, status = ?, updated_at = ?"
-                " WHERE id = ?", (seq, snapshot_text, status, now, session_id),
-            )
+            conn.executemany(SQL.bury, dead)
+            conn.execute(SQL.step_session, (seq, snapshot_text, status, now, session_id))
             if spec is not None:
-                conn.execute("UPDATE sessions SET spec_path = ?, spec_text = ?, spec_hash = ?"
-                             " WHERE id = ?", (spec.path, spec.text, spec.digest, session_id))
+                conn.execute(SQL.migrate_spec, (spec.path, spec.text, spec.digest, session_id))
             return seq
 
         return self._write(body)
@@ -403,10 +394,7 @@ class SqliteStore:
     def journal(self, session_id: str, after_seq: int = 0) -> builtins.list[JournalEntry]:
         def body(conn: sqlite3.Connection) -> builtins.list[JournalEntry]:
             self._require(conn, session_id)
-            rows = conn.execute(
-                f"SELECT {JOURNAL_COLUMNS} FROM journal WHERE session_id = ? AND seq > ?"
-                " ORDER BY seq, id", (session_id, after_seq),
-            ).fetchall()
+            rows = conn.execute(SQL.journal, (session_id, after_seq)).fetchall()
             return [entry_from(values, json.loads) for values in rows]
 
         return self._read(body)
@@ -416,12 +404,7 @@ class SqliteStore:
 
         def body(conn: sqlite3.Connection) -> int:
             self._require(conn, session_id)
-            cursor = conn.execute(
-                "INSERT INTO inbox (session_id, event, data, enqueued_at) VALUES (?, ?, ?, ?)",
-                (session_id, event, data_text, at),
-            )
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
+            return _queue(conn, session_id, event, data_text, at)
 
         return self._write(body)
 
@@ -433,36 +416,27 @@ class SqliteStore:
         def body(conn: sqlite3.Connection) -> int | None:
             # BEGIN IMMEDIATE: no other writer between the look-up and the inserts.
             self._require(conn, session_id)
-            if conn.execute("SELECT 1 FROM deliveries WHERE session_id = ? AND key = ?",
-                            (session_id, key)).fetchone():
+            if conn.execute(SQL.key_offered, (session_id, key)).fetchone():
                 return None
-            cursor = conn.execute(
-                "INSERT INTO inbox (session_id, event, data, enqueued_at) VALUES (?, ?, ?, ?)",
-                (session_id, event, data_text, at),
-            )
-            assert cursor.lastrowid is not None
-            conn.execute("INSERT INTO deliveries (session_id, key, inbox_id, at)"
-                         " VALUES (?, ?, ?, ?)", (session_id, key, cursor.lastrowid, at))
-            return cursor.lastrowid
+            item = _queue(conn, session_id, event, data_text, at)
+            conn.execute("INSERT INTO deliveries (session_id, key, event_id, at)"
+                         " VALUES (?, ?, ?, ?)", (session_id, key, item, at))
+            return item
 
         return self._write(body)
 
     def delivered(self, session_id: str, key: str) -> bool:
         def body(conn: sqlite3.Connection) -> bool:
             self._require(conn, session_id)
-            return conn.execute("SELECT 1 FROM deliveries WHERE session_id = ? AND key = ?",
-                                (session_id, key)).fetchone() is not None
+            return conn.execute(SQL.key_offered, (session_id, key)).fetchone() is not None
 
         return self._read(body)
 
-    def inbox(self, session_id: str) -> builtins.list[InboxItem]:
-        def body(conn: sqlite3.Connection) -> builtins.list[InboxItem]:
+    def queued_events(self, session_id: str) -> builtins.list[QueuedEvent]:
+        def body(conn: sqlite3.Connection) -> builtins.list[QueuedEvent]:
             self._require(conn, session_id)
-            rows = conn.execute(
-                f"SELECT {INBOX_COLUMNS} FROM inbox WHERE session_id = ? ORDER BY id",
-                (session_id,),
-            ).fetchall()
-            return [item_from(values, json.loads) for values in rows]
+            rows = conn.execute(SQL.queued_events, (session_id,)).fetchall()
+            return [queued_from(values, json.loads) for values in rows]
 
         return self._read(body)
 
@@ -472,12 +446,7 @@ class SqliteStore:
 
         def body(conn: sqlite3.Connection) -> Lease | None:
             values = conn.execute(
-                "UPDATE sessions SET lease_owner = ?, lease_token = lease_token + 1,"
-                " lease_expires_at = ?, lease_acquired_at = ?"
-                " WHERE id = ? AND (lease_owner IS NULL OR lease_expires_at <= ?"
-                " OR lease_owner = ? OR lease_owner = ?)"
-                " RETURNING lease_token, lease_expires_at, lease_acquired_at",
-                (owner, now + ttl, now, session_id, now, owner, take_from),
+                SQL.acquire, (owner, now + ttl, now, session_id, now, owner, take_from),
             ).fetchone()
             if values is None:
                 self._require(conn, session_id)
@@ -491,10 +460,7 @@ class SqliteStore:
 
         def body(conn: sqlite3.Connection) -> Lease | None:
             values = conn.execute(
-                "UPDATE sessions SET lease_expires_at = ?"
-                " WHERE id = ? AND lease_owner = ? AND lease_token = ?"
-                " RETURNING lease_token, lease_expires_at, lease_acquired_at",
-                (now + ttl, lease.session_id, lease.owner, lease.token),
+                SQL.renew, (now + ttl, lease.session_id, lease.owner, lease.token),
             ).fetchone()
             return None if values is None else lease_from(lease.session_id, lease.owner, values)
 
@@ -502,11 +468,7 @@ class SqliteStore:
 
     def holder(self, session_id: str) -> Lease | None:
         def body(conn: sqlite3.Connection) -> Lease | None:
-            row = conn.execute(
-                "SELECT lease_owner, lease_token, lease_expires_at, lease_acquired_at"
-                " FROM sessions WHERE id = ?",
-                (session_id,),
-            ).fetchone()
+            row = conn.execute(SQL.holder, (session_id,)).fetchone()
             if row is None:
                 raise not_found(session_id)
             return None if row[0] is None else lease_from(session_id, row[0], row[1:])
@@ -515,19 +477,14 @@ class SqliteStore:
 
     def release(self, lease: Lease) -> None:
         def body(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL,"
-                " lease_acquired_at = NULL WHERE id = ? AND lease_owner = ? AND lease_token = ?",
-                (lease.session_id, lease.owner, lease.token),
-            )
+            conn.execute(SQL.release, (lease.session_id, lease.owner, lease.token))
 
         self._write(body)
 
     def dead_letters(self, session_id: str) -> builtins.list[DeadLetter]:
         def body(conn: sqlite3.Connection) -> builtins.list[DeadLetter]:
             self._require(conn, session_id)
-            rows = conn.execute(f"SELECT {DEAD_COLUMNS} FROM dead_letters"
-                                " WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
+            rows = conn.execute(SQL.dead_letters, (session_id,)).fetchall()
             return [dead_from(values, json.loads) for values in rows]
 
         return self._read(body)
@@ -535,15 +492,13 @@ class SqliteStore:
     def request_cancel(self, session_id: str, reason: str | None, at: float) -> None:
         def body(conn: sqlite3.Connection) -> None:
             self._require(conn, session_id)
-            conn.execute("UPDATE sessions SET cancel_reason = ?, cancel_requested_at = ?"
-                         " WHERE id = ?", (reason, at, session_id))
+            conn.execute(SQL.request_cancel, (reason, at, session_id))
 
         self._write(body)
 
     def cancel_request(self, session_id: str) -> CancelRequest | None:
         def body(conn: sqlite3.Connection) -> CancelRequest | None:
-            values = conn.execute("SELECT cancel_reason, cancel_requested_at FROM sessions"
-                                  " WHERE id = ?", (session_id,)).fetchone()
+            values = conn.execute(SQL.cancel_request, (session_id,)).fetchone()
             if values is None:
                 raise not_found(session_id)
             return None if values[1] is None else CancelRequest(values[0], float(values[1]))
@@ -553,7 +508,7 @@ class SqliteStore:
     def delete(self, session_id: str) -> None:
         def body(conn: sqlite3.Connection) -> None:
             self._require(conn, session_id)
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))  # cascades
+            conn.execute(SQL.delete_session, (session_id,))
 
         self._write(body)
 
@@ -563,13 +518,13 @@ class SqliteStore:
         def body(conn: sqlite3.Connection) -> None:
             if conn.execute("SELECT 1 FROM agents WHERE id = ?", (record.id,)).fetchone():
                 raise agent_exists(record.id)
-            conn.execute(f"INSERT INTO agents ({AGENT_COLUMNS}) VALUES ({_marks(7)})", values)
+            conn.execute(SQL.insert_agent, values)
 
         self._write(body)
 
     def forget_agent(self, agent_id: str) -> None:
         def body(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM agents WHERE id = ?", (agent_id,))
+            conn.execute(SQL.forget_agent, (agent_id,))
 
         self._write(body)
 
@@ -588,25 +543,21 @@ class SqliteStore:
             self._require(conn, record.session_id)
             if conn.execute("SELECT 1 FROM invocations WHERE id = ?", (record.id,)).fetchone():
                 raise invocation_exists(record.id)
-            conn.execute(f"INSERT INTO invocations ({INVOCATION_COLUMNS})"
-                         f" VALUES ({_marks(13)})", values)
+            conn.execute(SQL.insert_invocation, values)
 
         self._write(body)
 
     def invocation_started(self, invocation_id: str, pid: int, pgid: int,
                            start_ticks: str) -> None:
         def body(conn: sqlite3.Connection) -> None:
-            conn.execute("UPDATE invocations SET pid = ?, pgid = ?, start_ticks = ?"
-                         " WHERE id = ?", (pid, pgid, start_ticks, invocation_id))
+            conn.execute(SQL.invocation_started, (pid, pgid, start_ticks, invocation_id))
 
         self._write(body)
 
     def end_invocation(self, invocation_id: str, outcome: str, reason: str | None,
                        at: float) -> bool:
         def body(conn: sqlite3.Connection) -> bool:
-            cursor = conn.execute(
-                "UPDATE invocations SET outcome = ?, reason = ?, ended_at = ?"
-                " WHERE id = ? AND outcome IS NULL", (outcome, reason, at, invocation_id))
+            cursor = conn.execute(SQL.end_invocation, (outcome, reason, at, invocation_id))
             return cursor.rowcount == 1
 
         return self._write(body)
@@ -628,24 +579,20 @@ class SqliteStore:
         text = json.dumps(config, sort_keys=True)
 
         def body(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO staged_configs (node, config, staged_at) VALUES (?, ?, ?)"
-                         " ON CONFLICT (node) DO UPDATE SET config = excluded.config,"
-                         " staged_at = excluded.staged_at", (node, text, at))
+            conn.execute(SQL.stage_config, (node, text, at))
 
         self._write(body)
 
     def staged_config(self, node: str) -> dict[str, Any] | None:
         def body(conn: sqlite3.Connection) -> dict[str, Any] | None:
-            found = conn.execute("SELECT config FROM staged_configs WHERE node = ?",
-                                 (node,)).fetchone()
+            found = conn.execute(SQL.staged_config, (node,)).fetchone()
             return None if found is None else dict(json.loads(found[0]))
 
         return self._read(body)
 
     def consume_staged_config(self, node: str) -> dict[str, Any] | None:
         def body(conn: sqlite3.Connection) -> dict[str, Any] | None:
-            found = conn.execute("DELETE FROM staged_configs WHERE node = ? RETURNING config",
-                                 (node,)).fetchone()
+            found = conn.execute(SQL.consume_staged_config, (node,)).fetchone()
             return None if found is None else dict(json.loads(found[0]))
 
         return self._write(body)
@@ -658,5 +605,9 @@ class SqliteStore:
         return f"SqliteStore({str(self.path)!r})"
 
 
-def _marks(count: int) -> str:
-    return ", ".join("?" * count)
+def _queue(conn: sqlite3.Connection, session_id: str, event: str, data_text: str,
+           at: float) -> int:
+    """Queue one event; its id."""
+    values = conn.execute(SQL.enqueue, (session_id, event, data_text, at)).fetchone()
+    assert values is not None
+    return int(values[0])

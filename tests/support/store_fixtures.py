@@ -56,7 +56,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite://{tmp_path / 'state.db'}"
     url: str = request.getfixturevalue("pg_url")
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("TRUNCATE sessions, journal, inbox, agents, deliveries, dead_letters,"
+        conn.execute("TRUNCATE sessions, journal, event_queue, agents, deliveries, dead_letters,"
                      " invocations, staged_configs RESTART IDENTITY")
     return url
 

@@ -92,7 +92,7 @@ def _outcome(db: Path) -> tuple[Any, ...]:
         row = store.get(SESSION)
         steps = [(e.kind, e.event, e.data, e.before, e.after) for e in store.journal(SESSION)
                  if e.kind in ("event", "timer", "rejected")]
-        queued = store.inbox(SESSION)
+        queued = store.queued_events(SESSION)
     finally:
         store.close()
     snapshot = Snapshot.from_json(row.snapshot)

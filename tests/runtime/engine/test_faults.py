@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from interlock.runtime.engine.clock import ManualClock
-from interlock.runtime.engine.faults import StepFailed
+from interlock.runtime.engine.faults import UnhandledFault
 from interlock.runtime.engine.lifecycle import status_of
 from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.engine.session import Session, StepFault
@@ -78,7 +78,7 @@ def test_an_action_raising_on_the_third_event_fails_the_session(store: SqliteSto
     assert error[0].data["binding"] == "record" and error[0].data["mark"] == failure.mark
     (letter,) = store.dead_letters("r1")
     assert (letter.kind, letter.event, letter.data) == ("event", "record", {"n": 3})
-    assert [i.event for i in store.inbox("r1")] == ["record", "done"]  # n=4 still queued
+    assert [i.event for i in store.queued_events("r1")] == ["record", "done"]  # n=4 still queued
 
 
 def test_resume_continues_without_the_failed_event(store: SqliteStore) -> None:
@@ -140,7 +140,7 @@ def test_a_spec_handling_error_execution_goes_on(store: SqliteStore) -> None:
     assert row.snapshot["context"]["seen"] == [1, 2]
     kinds = [(e.kind, e.event) for e in store.journal("h1")]
     assert ("error", "record") in kinds and ("event", "error.execution") in kinds
-    assert store.dead_letters("h1") == [] and store.inbox("h1") == []
+    assert store.dead_letters("h1") == [] and store.queued_events("h1") == []
 
 
 def test_a_failing_timer_goes_to_the_dead_letters_and_retry_refires_it(
@@ -177,7 +177,7 @@ def test_internal_sends_may_use_reserved_names_external_ones_may_not(
 
 def test_a_fault_on_start_creates_nothing(store: SqliteStore) -> None:
     spec = RECORDER.replace("  idle:\n", "  idle:\n    entry: [boom]\n", 1)
-    with pytest.raises(StepFailed, match=r"^action 'boom' \(boom.yaml:8:\d+\) raised "
+    with pytest.raises(UnhandledFault, match=r"^action 'boom' \(boom.yaml:8:\d+\) raised "
                        "RuntimeError: tick broke on start$"):
         Runner.open(store, spec, "boom.yaml", session_id="b1", clock=ManualClock(),
                     bindings={**faults_bindings.BINDINGS, "boom": _raise})
@@ -238,7 +238,7 @@ def test_a_handler_that_raises_too_fails_the_session(store: SqliteStore) -> None
     bindings = {**faults_bindings.BINDINGS, "note_error": _raise}
     runner, _ = Runner.open(store, HANDLED, "handled.yaml", session_id="h1",
                             clock=ManualClock(), bindings=bindings)
-    with pytest.raises(StepFailed, match=r"action 'note_error' .* raised RuntimeError"):
+    with pytest.raises(UnhandledFault, match=r"action 'note_error' .* raised RuntimeError"):
         runner.send("record", {"n": 3})
     row = store.get("h1")
     assert row.status == "failed" and row.snapshot["configuration"] == ["idle"]

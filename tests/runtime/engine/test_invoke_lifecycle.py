@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from interlock.machines import Call
-from interlock.runtime.engine.faults import StepFailed
+from interlock.runtime.engine.faults import UnhandledFault
 from interlock.runtime.engine.lifecycle import cancel
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
@@ -81,7 +81,7 @@ def test_a_failed_step_stops_the_agent_journaled_interrupted(store: SqliteStore,
                                                              tmp_path: Path) -> None:
     runner = open_faulty(store, tmp_path, handled=False)
     try:
-        with pytest.raises(StepFailed):
+        with pytest.raises(UnhandledFault):
             runner.send("boom")
     finally:
         runner.close()

@@ -58,7 +58,7 @@ def test_steps_are_journaled_and_the_inbox_is_consumed(store: SqliteStore) -> No
     store.enqueue("d1", "knock", {"who": "x"}, clock.now())  # not accepted in `opened`
     steps = runner.pump()
     assert [(s.kind, s.event) for s in steps] == [("event", "open"), ("rejected", "knock")]
-    assert store.inbox("d1") == []
+    assert store.queued_events("d1") == []
     kinds = [(e.kind, e.event) for e in store.journal("d1", after_seq=-1)]
     assert kinds == [("created", None), ("event", "open"), ("rejected", "knock")]
     clock.advance(30)

@@ -16,7 +16,7 @@ from interlock.machines.bindings import Call
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.inbox.config import PollerConfig
-from interlock.runtime.inbox.model import Lease, Message, Status
+from interlock.runtime.inbox.model import Message, MessageLease, Status
 from interlock.runtime.inbox.session import (
     InboxCount,
     SessionInbox,
@@ -207,7 +207,7 @@ def test_each_message_offered_once_even_by_a_second_poller(tmp_path: Path) -> No
         second.poller.start()
         _advance_to_next(second, clock)
         assert second.delivered == 0 and "claim" not in again.calls
-        assert [i.event for i in store.inbox("s1")] == ["inbox.message"] * 3
+        assert [i.event for i in store.queued_events("s1")] == ["inbox.message"] * 3
         assert inbox_count(store, "s1") == InboxCount(3, 3)
         runner.pump()
         assert sorted(runner.session.context["got"]) == sorted(ids)
@@ -301,6 +301,6 @@ def test_opt_in_and_bad_config(tmp_path: Path) -> None:
 
 def test_info_event_without_refs() -> None:
     message = Message("a" * 32, "note", "carol", Status.IN_PROGRESS, body="hi")
-    event, data = info_event(message, Lease("tok", 1.0))
+    event, data = info_event(message, MessageLease("tok", 1.0))
     assert event == "signal.INFO" and data["message"] == "[inbox note from carol] hi"
     assert data["inbox"]["lease_token"] == "tok"

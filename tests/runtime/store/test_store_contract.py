@@ -28,8 +28,8 @@ from interlock.runtime.store.base import (
     AgentRecord,
     CancelRequest,
     DeadLetter,
-    InboxItem,
     InvocationRecord,
+    QueuedEvent,
 )
 
 from support.store_helpers import (
@@ -97,7 +97,7 @@ def test_unknown_sessions(store: Store) -> None:
         store.get("nope")
     for call in (
         lambda: store.journal("nope"),
-        lambda: store.inbox("nope"),
+        lambda: store.queued_events("nope"),
         lambda: store.enqueue("nope", "start", {}, 1.0),
         lambda: store.offer("nope", "start", {}, 1.0, key="k1"),
         lambda: store.delivered("nope", "k1"),
@@ -132,7 +132,7 @@ def test_commit_step_appends_replaces_and_consumes_in_one_go(store: Store) -> No
     assert stored.created_at == 1.0
     assert store.journal("s1") == entries
     assert store.journal("s1", after_seq=-1) == [created(), *entries]
-    assert [item.id for item in store.inbox("s1")] == [kept]
+    assert [item.id for item in store.queued_events("s1")] == [kept]
 
 
 def test_commit_step_can_switch_the_spec_with_the_step(store: Store) -> None:
@@ -164,22 +164,22 @@ def test_a_stale_seq_is_fenced_off_and_writes_nothing(store: Store) -> None:
     lease = started(store)
     commit(store, lease, 0)
     item = store.enqueue("s1", "chunk", {}, 60.0)
-    before = (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1"))
+    before = (store.get("s1"), store.journal("s1", after_seq=-1), store.queued_events("s1"))
     with pytest.raises(StaleSession, match="step 1"):
         commit(store, lease, 0, consumed=[item], snapshot={"lost": True})
-    assert (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1")) == before
+    assert (store.get("s1"), store.journal("s1", after_seq=-1), store.queued_events("s1")) == before
 
 
 def test_a_commit_that_fails_half_way_leaves_nothing_behind(store: Store) -> None:
     lease = started(store)
     item = store.enqueue("s1", "start", {}, 60.0)
-    before = (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1"))
+    before = (store.get("s1"), store.journal("s1", after_seq=-1), store.queued_events("s1"))
     broken = JournalEntry(1, 12.0, kind=None)  # type: ignore[arg-type]  # NOT NULL, 2nd row
     with pytest.raises(StoreError):
         store.commit_step("s1", expected_seq=0, lease_token=lease.token,
                           entries=[step(1), broken], snapshot={"half": True},
                           status="active", consumed=[item], now=101.0)
-    assert (store.get("s1"), store.journal("s1", after_seq=-1), store.inbox("s1")) == before
+    assert (store.get("s1"), store.journal("s1", after_seq=-1), store.queued_events("s1")) == before
     assert commit(store, lease, 0, consumed=[item]) == 1
 
 
@@ -203,7 +203,7 @@ def test_consumed_ids_of_other_sessions_stay_queued(store: Store) -> None:
     store.create(row("s2"), created())
     other = store.enqueue("s2", "start", {}, 60.0)
     commit(store, lease, 0, consumed=[other, 999_999])
-    assert [item.id for item in store.inbox("s2")] == [other]
+    assert [item.id for item in store.queued_events("s2")] == [other]
 
 
 def test_the_journal_is_append_only(store: Store, target: str) -> None:
@@ -222,15 +222,15 @@ def test_offer_queues_once_per_key(store: Store) -> None:
     first = store.offer("s1", "signal", {"path": "in/sig-1.json", "ünï": [1, None]}, 50.0,
                         key="sig-1")
     assert isinstance(first, int)
-    assert store.inbox("s1") == [
-        InboxItem(first, "s1", "signal", {"path": "in/sig-1.json", "ünï": [1, None]}, 50.0)]
+    assert store.queued_events("s1") == [
+        QueuedEvent(first, "s1", "signal", {"path": "in/sig-1.json", "ünï": [1, None]}, 50.0)]
     assert store.offer("s1", "other", {"again": True}, 51.0, key="sig-1") is None
-    assert [(i.id, i.event) for i in store.inbox("s1")] == [(first, "signal")]
+    assert [(i.id, i.event) for i in store.queued_events("s1")] == [(first, "signal")]
     assert store.delivered("s1", "sig-1") and not store.delivered("s1", "sig-2")
     second = store.offer("s1", "signal", {}, 52.0, key="sig-2")
     plain = store.enqueue("s1", "start", {}, 53.0)  # offers and enqueues share one order
     assert second is not None and first < second < plain
-    assert [i.id for i in store.inbox("s1")] == [first, second, plain]
+    assert [i.id for i in store.queued_events("s1")] == [first, second, plain]
 
 
 def test_offer_keys_belong_to_their_session(store: Store) -> None:
@@ -239,8 +239,8 @@ def test_offer_keys_belong_to_their_session(store: Store) -> None:
     one = store.offer("s1", "signal", {}, 1.0, key="shared")
     two = store.offer("s2", "signal", {}, 2.0, key="shared")
     assert one is not None and two is not None and one != two
-    assert [i.id for i in store.inbox("s1")] == [one]
-    assert [i.id for i in store.inbox("s2")] == [two]
+    assert [i.id for i in store.queued_events("s1")] == [one]
+    assert [i.id for i in store.queued_events("s2")] == [two]
     assert store.offer("s2", "signal", {}, 3.0, key="shared") is None
     assert store.offer("s1", "signal", {}, 3.0, key="SHARED") is not None  # keys are exact
 
@@ -250,10 +250,10 @@ def test_an_offer_key_outlives_its_consumed_item(store: Store) -> None:
     item = store.offer("s1", "signal", {"n": 1}, 50.0, key="sig-1")
     assert item is not None
     commit(store, lease, 0, consumed=[item])
-    assert store.inbox("s1") == []
+    assert store.queued_events("s1") == []
     assert store.delivered("s1", "sig-1")
     assert store.offer("s1", "signal", {"n": 1}, 60.0, key="sig-1") is None
-    assert store.inbox("s1") == []
+    assert store.queued_events("s1") == []
 
 
 def test_an_offer_key_must_not_be_empty(store: Store) -> None:
@@ -261,14 +261,14 @@ def test_an_offer_key_must_not_be_empty(store: Store) -> None:
     with pytest.raises(StoreError, match="key") as caught:
         store.offer("s1", "signal", {}, 1.0, key="")
     assert not isinstance(caught.value, SessionNotFound)
-    assert store.inbox("s1") == []
+    assert store.queued_events("s1") == []
 
 
 def test_an_offer_with_bad_data_records_no_key(store: Store) -> None:
     store.create(row("s1"), created())
     with pytest.raises(ValueError):
         store.offer("s1", "signal", {"x": float("nan")}, 1.0, key="sig-1")
-    assert not store.delivered("s1", "sig-1") and store.inbox("s1") == []
+    assert not store.delivered("s1", "sig-1") and store.queued_events("s1") == []
     assert store.offer("s1", "signal", {}, 1.0, key="sig-1") is not None
 
 
@@ -276,7 +276,7 @@ def test_an_offer_whose_item_cannot_be_written_records_no_key(store: Store) -> N
     store.create(row("s1"), created())
     with pytest.raises(StoreError):  # event is NOT NULL: the item fails, so must the key
         store.offer("s1", None, {}, 1.0, key="sig-1")  # type: ignore[arg-type]
-    assert not store.delivered("s1", "sig-1") and store.inbox("s1") == []
+    assert not store.delivered("s1", "sig-1") and store.queued_events("s1") == []
 
 
 # -- leases -----------------------------------------------------------------------------
@@ -360,7 +360,7 @@ def test_enqueue_from_concurrent_processes_loses_nothing(store: Store, target: s
     for proc in procs:
         proc.join(timeout=60)
     assert [proc.exitcode for proc in procs] == [0] * workers
-    items = store.inbox("s1")
+    items = store.queued_events("s1")
     assert len({item.id for item in items}) == len(items) == workers * count
     assert [item.id for item in items] == sorted(item.id for item in items)
     for w in range(workers):  # each writer's items in the order it queued them
@@ -383,7 +383,7 @@ def test_offers_of_the_same_keys_from_concurrent_processes_queue_each_once(
     for proc in procs:
         proc.join(timeout=30)
     assert [proc.exitcode for proc in procs] == [0] * workers
-    items = store.inbox("s1")
+    items = store.queued_events("s1")
     assert len(items) == len(keys)
     assert sorted(item.data["key"] for item in items) == keys
     won = {key: (w, got) for w, report in reports.items() for key, got in report
@@ -582,7 +582,7 @@ def test_a_store_from_before_invocations_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 6
+        assert schema_version(empty_target) == len(steps) == 7
         assert store.get("s1") == row("s1")
         store.record_invocation(invocation())
         assert store.invocations("s1", in_flight=True) == [invocation()]
@@ -621,24 +621,24 @@ def test_a_store_from_before_deliveries_is_migrated(
     old = open_store(empty_target, Path.cwd())
     try:
         old.create(row("s1", status="running"), created())  # a status of schema 1-3
-        queued = old.enqueue("s1", "start", {"by": "cli"}, 5.0)
         old.record_agent(agent("a1", session_id="s1"))
     finally:
         old.close()
+    queued = queue_in_inbox(empty_target, "s1", "start", '{"by": "cli"}', 5.0)
     assert schema_version(empty_target) == 2
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 6
+        assert schema_version(empty_target) == len(steps) == 7
         assert store.get("s1") == row("s1", status="active")  # renamed by schema 4
         assert store.journal("s1", after_seq=-1) == [created()]
-        assert store.inbox("s1") == [InboxItem(queued, "s1", "start", {"by": "cli"}, 5.0)]
+        assert store.queued_events("s1") == [QueuedEvent(queued, "s1", "start", {"by": "cli"}, 5.0)]
         assert store.agents() == [agent("a1", session_id="s1")]
         assert not store.delivered("s1", "sig-1")
         offered = store.offer("s1", "signal", {}, 6.0, key="sig-1")
         assert offered is not None and offered > queued
         assert store.offer("s1", "signal", {}, 7.0, key="sig-1") is None
-        assert [item.id for item in store.inbox("s1")] == [queued, offered]
+        assert [item.id for item in store.queued_events("s1")] == [queued, offered]
     finally:
         store.close()
 
@@ -658,10 +658,81 @@ def test_a_store_from_before_the_lifecycle_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 6
+        assert schema_version(empty_target) == len(steps) == 7
         assert [r.status for r in store.list()] == ["active", "finished", "failed"]
         assert store.dead_letters("s1") == [] and store.cancel_request("s1") is None
         assert store.holder("s1") is None
+    finally:
+        store.close()
+
+
+def queue_in_inbox(target: str, session_id: str, event: str, data: str, at: float,
+                   key: str | None = None) -> int:
+    """Queue an event as a store of schema 6 or older did (the table was ``inbox``, a
+    delivery's column ``inbox_id``): this interlock's own SQL names them otherwise."""
+    insert = ("INSERT INTO inbox (session_id, event, data, enqueued_at)"
+              f" VALUES ('{session_id}', '{event}', '{data}', {at}) RETURNING id")
+    if target.startswith("sqlite://"):
+        with sqlite3.connect(target.removeprefix("sqlite://")) as lite:
+            item = int(lite.execute(insert).fetchone()[0])
+    else:
+        with psycopg.connect(target, autocommit=True) as pg:
+            found = pg.execute(insert.encode()).fetchone()
+            assert found is not None
+            item = int(found[0])
+    if key is not None:
+        raw_execute(target, "INSERT INTO deliveries (session_id, key, inbox_id, at)"
+                            f" VALUES ('{session_id}', '{key}', {item}, {at})")
+    return item
+
+
+def table_names(target: str) -> set[str]:
+    if target.startswith("sqlite://"):
+        with sqlite3.connect(target.removeprefix("sqlite://")) as lite:
+            rows = lite.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    else:
+        with psycopg.connect(target) as pg:
+            rows = pg.execute("SELECT table_name FROM information_schema.tables"
+                              " WHERE table_schema = current_schema()").fetchall()
+    return {name for (name,) in rows}
+
+
+def test_a_store_whose_event_queue_was_called_inbox_is_migrated(
+        empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Schema 7 renames the table ``inbox`` to ``event_queue`` (and ``deliveries.inbox_id``
+    to ``event_id``): what was queued stays queued, offered keys stay offered, and ids keep
+    growing past those consumed before the rename."""
+    module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
+    steps = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", steps[:6])  # version 6: the table is "inbox"
+    old = open_store(empty_target, Path.cwd())
+    try:
+        old.create(row("s1"), created())
+    finally:
+        old.close()
+    waiting = queue_in_inbox(empty_target, "s1", "record", '{"n": 2}', 51.0)
+    taken = queue_in_inbox(empty_target, "s1", "signal", '{"n": 1}', 50.0, key="sig-1")
+    assert waiting < taken
+    raw_execute(empty_target, f"DELETE FROM inbox WHERE id = {taken}")  # consumed: the
+    # highest id is gone, and still not handed out again
+    assert schema_version(empty_target) == 6 and "inbox" in table_names(empty_target)
+    monkeypatch.setattr(module, "MIGRATIONS", steps)
+    store = open_store(empty_target, Path.cwd())
+    try:
+        assert schema_version(empty_target) == len(steps) == 7
+        tables = table_names(empty_target)
+        assert "event_queue" in tables and "inbox" not in tables
+        assert store.queued_events("s1") == [QueuedEvent(waiting, "s1", "record", {"n": 2}, 51.0)]
+        assert store.delivered("s1", "sig-1")
+        assert store.offer("s1", "signal", {"n": 1}, 52.0, key="sig-1") is None
+        later = store.enqueue("s1", "record", {"n": 3}, 53.0)
+        offered = store.offer("s1", "signal", {"n": 4}, 54.0, key="sig-2")
+        assert offered is not None and taken < later < offered
+        assert [i.id for i in store.queued_events("s1")] == [waiting, later, offered]
+        lease = store.acquire("s1", "runner-a", TTL, now=100.0)
+        assert lease is not None
+        commit(store, lease, 0, consumed=[waiting, later, offered])
+        assert store.queued_events("s1") == [] and store.delivered("s1", "sig-2")
     finally:
         store.close()
 
@@ -680,7 +751,7 @@ def test_a_failed_step_buries_its_event_in_the_same_commit(store: Store) -> None
                       entries=[step(1, kind="error", event="record")], snapshot={},
                       status="failed", consumed=[item], now=101.0,
                       buried=[letter(n=3), letter("after.idle.0", kind="timer")])
-    assert store.inbox("s1") == []
+    assert store.queued_events("s1") == []
     dead = store.dead_letters("s1")
     assert [(d.session_id, d.kind, d.event, d.data, d.failed_at) for d in dead] == [
         ("s1", "event", "record", {"n": 3}, 101.0), ("s1", "timer", "after.idle.0", {}, 101.0)]
@@ -751,7 +822,7 @@ def test_delete_removes_the_session_and_everything_of_it(store: Store) -> None:
     store.delete("s1")
     assert [r.id for r in store.list()] == ["s2"]
     for call in (lambda: store.get("s1"), lambda: store.journal("s1"),
-                 lambda: store.inbox("s1"), lambda: store.dead_letters("s1"),
+                 lambda: store.queued_events("s1"), lambda: store.dead_letters("s1"),
                  lambda: store.holder("s1"), lambda: store.delete("s1")):
         with pytest.raises(SessionNotFound):
             call()
@@ -760,7 +831,7 @@ def test_delete_removes_the_session_and_everything_of_it(store: Store) -> None:
                           snapshot={}, status="active", consumed=[], now=103.0)
     assert store.renew(lease, TTL, 103.0) is None
     store.create(row("s1"), created())  # the id is free again, with nothing of the old one
-    assert store.journal("s1") == [] and store.inbox("s1") == []
+    assert store.journal("s1") == [] and store.queued_events("s1") == []
     assert not store.delivered("s1", "k1") and store.dead_letters("s1") == []
 
 

@@ -119,9 +119,9 @@ def test_a_locked_sqlite_store_gives_up_after_bounded_retries(
         store.enqueue("s1", "start", {}, 1.0)
     assert time.monotonic() - began < 2.0
     assert str(path) in str(caught.value) and retries.count == QUICK.attempts - 1
-    assert store.inbox("s1") == []  # WAL: readers are not blocked by the writer
+    assert store.queued_events("s1") == []  # WAL: readers are not blocked by the writer
     holder.execute("ROLLBACK")
-    assert [item.event for item in store.inbox("s1")] == []  # nothing half-written
+    assert [item.event for item in store.queued_events("s1")] == []  # nothing half-written
     store.close()
 
 
@@ -132,7 +132,7 @@ def test_a_lock_released_within_the_retry_window_is_waited_out(
     store = SqliteStore(path, busy_timeout=0.05, backoff=QUICK, on_retry=retries)
     item = store.enqueue("s1", "start", {}, 1.0)
     assert retries.count == 1
-    assert [i.id for i in store.inbox("s1")] == [item]
+    assert [i.id for i in store.queued_events("s1")] == [item]
     store.close()
 
 
@@ -173,7 +173,7 @@ def test_a_schema_newer_than_this_interlock_is_refused(tmp_path: Path) -> None:
 @pytest.fixture
 def pg(pg_url: str) -> str:
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("TRUNCATE sessions, journal, inbox, agents, deliveries, dead_letters,"
+        conn.execute("TRUNCATE sessions, journal, event_queue, agents, deliveries, dead_letters,"
                      " invocations RESTART IDENTITY")
     return pg_url
 
@@ -268,7 +268,7 @@ def test_a_commit_step_cut_off_at_commit_finds_out_and_lands_once(
                             snapshot={"step": 1}, status="active", consumed=[item], now=101.0)
     assert proxy.fired.is_set() and retries.count == 1
     assert seq == 1 and store.get("s1").seq == 1
-    assert store.journal("s1") == [step(1)] and store.inbox("s1") == []
+    assert store.journal("s1") == [step(1)] and store.queued_events("s1") == []
 
 
 def test_a_create_whose_answer_was_lost_finds_its_own_row(
@@ -288,7 +288,7 @@ def test_an_enqueue_whose_answer_was_lost_says_the_outcome_is_unknown(
     proxy.lose("answer")
     with pytest.raises(StoreUnavailable, match="may or may not"):
         store.enqueue("s1", "start", {}, 1.0)
-    assert [item.event for item in store.inbox("s1")] == ["start"]  # it was, once
+    assert [item.event for item in store.queued_events("s1")] == ["start"]  # it was, once
 
 
 @pytest.mark.parametrize("cut", ["commit", "answer"])
@@ -316,12 +316,12 @@ def test_an_offer_cut_off_at_commit_lands_once_and_returns_its_id(
     proxy.lose(cut)  # type: ignore[arg-type]
     got = store.offer("s1", "signal", {"n": 1}, 5.0, key="sig-1")
     assert proxy.fired.is_set() and retries.count == 1
-    items = store.inbox("s1")
+    items = store.queued_events("s1")
     assert got is not None and [(i.id, i.event, i.data) for i in items] == [
         (got, "signal", {"n": 1})]  # one item, and the caller was told its id
     assert store.delivered("s1", "sig-1")
     assert store.offer("s1", "signal", {"n": 1}, 6.0, key="sig-1") is None
-    assert [i.id for i in store.inbox("s1")] == [got]
+    assert [i.id for i in store.queued_events("s1")] == [got]
 
 
 def test_an_offer_cut_off_after_another_took_its_key_says_none(
@@ -337,4 +337,4 @@ def test_an_offer_cut_off_after_another_took_its_key_says_none(
     proxy.lose("answer")
     assert store.offer("s1", "signal", {"by": "us"}, 5.0, key="sig-1") is None
     assert proxy.fired.is_set() and retries.count == 1
-    assert [(i.id, i.data) for i in store.inbox("s1")] == [(taken, {"by": "other"})]
+    assert [(i.id, i.data) for i in store.queued_events("s1")] == [(taken, {"by": "other"})]
