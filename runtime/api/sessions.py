@@ -32,6 +32,7 @@ from interlock.runtime.builtin.machines import (
     builtin_names,
     is_builtin_spec,
 )
+from interlock.runtime.engine import lifecycle
 from interlock.runtime.engine.bindings_loader import load_bindings
 from interlock.runtime.engine.context import SessionContext as SessionContext
 from interlock.runtime.engine.context import with_session
@@ -409,12 +410,9 @@ def _send(store: Store, session_id: str, event: str, data: dict[str, Any],
         return SendReceipt(session_id, event, "queued", info.active,
                            note=f"session {session_id} is {info.status}; it takes the event "
                            "when it is resumed")
-    deadline = time.monotonic() + wait
-    while any(i.id == item for i in store.queued_events(session_id)):
-        if time.monotonic() >= deadline:
-            return SendReceipt(session_id, event, "queued", info.active,
-                               note=f"the live runner has not taken it within {wait:g}s")
-        time.sleep(0.01)
+    if not lifecycle.wait_taken(store, session_id, item, wait):
+        return SendReceipt(session_id, event, "queued", info.active,
+                           note=f"the live runner has not taken it within {wait:g}s")
     for entry in store.journal(session_id, after_seq=row.seq):
         if entry.event != event or entry.kind not in ("event", "rejected"):
             continue
@@ -541,15 +539,9 @@ async def follow(session_id: str, *, poll: float = 0.2, store: str | None = None
     check_session_id(session_id)
     with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
             translated():
-        seen = -1
-        while True:
-            for entry in await asyncio.to_thread(opened.journal, session_id, seen):
-                seen = max(seen, entry.seq)
-                yield entry
-            row = await asyncio.to_thread(opened.get, session_id)
-            if row.status in ("finished", "failed", "cancelled"):
-                return
-            await asyncio.sleep(poll)
+        await asyncio.to_thread(opened.get, session_id)
+        async for entry in lifecycle.follow_journal(opened, session_id, poll=poll):
+            yield entry
 
 
 # -- lifecycle --------------------------------------------------------------------------
@@ -561,8 +553,6 @@ async def cancel(session_id: str, *, reason: str | None = None, wait: float = 3.
     child processes stopped: TERM, then KILL), journals ``cancelled`` and exits; a stopped
     or failed session is marked cancelled. Waits up to ``wait`` seconds for the runner;
     returns the session as it then stands. Conflict for a finished or cancelled one."""
-    from interlock.runtime.engine import lifecycle
-
     check_session_id(session_id)
 
     def run(opened: Store) -> SessionInfo:
@@ -579,8 +569,6 @@ async def remove(session_id: str, *, force: bool = False, store: str | None = No
                  root: Path | str | None = None) -> None:
     """Delete a session with its journal, queue, dead letters and lease. A running one is
     refused (Conflict) unless ``force``: its runner then stops, and its children too."""
-    from interlock.runtime.engine import lifecycle
-
     check_session_id(session_id)
     with opened_store(store, root_of(root)) as opened, translated():
         await asyncio.to_thread(lifecycle.remove, opened, session_id, time.time(),

@@ -153,11 +153,7 @@ def consume_signals(session_dirs: Sequence[Path], *, identity: str = TARGET_ALL,
     if once:
         consumer.run_once()
         return
-    stop = stop or threading.Event()
-    consumer.start()
     try:
-        while not stop.wait(0.5):
-            if consumer.error is not None:
-                raise InterlockError(f"the consumer stopped: {consumer.error}")
-    finally:
-        consumer.stop()
+        consumer.serve_until(stop or threading.Event())
+    except Exception as exc:
+        raise InterlockError(f"the consumer stopped: {exc}") from None

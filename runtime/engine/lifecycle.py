@@ -13,10 +13,11 @@ Functions here take the store and the time (``now``) and are what the façade
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,12 +27,14 @@ from interlock.runtime.engine.runner import LEASE_TTL
 from interlock.runtime.engine.snapshot import Snapshot, SnapshotError
 from interlock.runtime.host.owners import owner_is_dead, parse_owner
 from interlock.runtime.store.base import (
+    JournalEntry,
     LeaseStore,
     SessionNotFound,
     SessionRow,
     StaleSession,
     Store,
 )
+from interlock.runtime.store.wakeup import StoreChanges
 
 SessionStatus = Literal["running", "stopped", "failed", "finished", "cancelled"]
 STATUSES: tuple[SessionStatus, ...] = ("running", "stopped", "failed", "finished", "cancelled")
@@ -139,13 +142,49 @@ def wait_until_not_running(store: Store, session_id: str, timeout: float = 3.0, 
                            poll: float = 0.05) -> StatusInfo:
     """Wait (at most ``timeout`` seconds, real time) until the session is not running;
     its status then (still ``running`` if the wait ran out). A removed session reads
-    as SessionNotFound."""
+    as SessionNotFound. The store's wake-ups end each wait (``poll``: without them)."""
     deadline = time.monotonic() + timeout
-    while True:
-        info = status_of(store, store.get(session_id), now())
-        if info.status != "running" or time.monotonic() >= deadline:
-            return info
-        time.sleep(poll)
+    with StoreChanges(store, poll=poll) as changes:
+        while True:
+            changes.clear()
+            info = status_of(store, store.get(session_id), now())
+            left = deadline - time.monotonic()
+            if info.status != "running" or left <= 0:
+                return info
+            changes.wait(left)
+
+
+def wait_taken(store: Store, session_id: str, item: int, timeout: float) -> bool:
+    """Wait (at most ``timeout`` seconds) until the session's runner has taken the queued
+    event ``item``; whether it did."""
+    deadline = time.monotonic() + timeout
+    with StoreChanges(store, poll=0.01) as changes:
+        while True:
+            changes.clear()
+            if all(queued.id != item for queued in store.queued_events(session_id)):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            changes.wait(left)
+
+
+async def follow_journal(store: Store, session_id: str, *, poll: float = 0.2
+                         ) -> AsyncIterator[JournalEntry]:
+    """The session's journal, then each new entry as it is committed, until the session
+    ends (finished, failed or cancelled). Woken by the store's changes (``poll``: the
+    interval without them)."""
+    seen = -1
+    with StoreChanges(store, poll=poll) as changes:
+        while True:
+            changes.clear()
+            for entry in await asyncio.to_thread(store.journal, session_id, seen):
+                seen = max(seen, entry.seq)
+                yield entry
+            row = await asyncio.to_thread(store.get, session_id)
+            if row.status in ("finished", "failed", "cancelled"):
+                return
+            await asyncio.to_thread(changes.wait, 1.0)
 
 
 def remove(store: Store, session_id: str, now: float, *, force: bool = False) -> StatusInfo:

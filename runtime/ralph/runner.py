@@ -199,7 +199,7 @@ class RalphRun(HostPlugin):
             feed.store.close()
             raise
         self.feed = feed
-        return host.add(feed, self)
+        return host.add(self, feed)
 
     async def run(self, stop: asyncio.Event | None = None) -> RalphResult:
         """Open the session's host and run it to its end (see :class:`RalphResult`)."""

@@ -242,6 +242,7 @@ class Consumer:
         self._listener = _OverflowListener(self)
         self._lock = threading.Lock()
         self.error: BaseException | None = None
+        self._on_failure: Callable[[], None] | None = None  # told when the worker dies
 
     # -- subscriptions ------------------------------------------------------------------
 
@@ -295,6 +296,17 @@ class Consumer:
             self._observer.join(timeout=10)
             logging.getLogger(WATCHDOG_LOGGER).removeHandler(self._listener)
 
+    def serve_until(self, stop: threading.Event) -> None:
+        """Serve until ``stop`` is set (or the worker fails: its error is raised)."""
+        self._on_failure = stop.set
+        self.start()
+        try:
+            stop.wait()
+        finally:
+            self.stop()
+        if self.error is not None:
+            raise self.error
+
     def __enter__(self) -> Consumer:
         self.start()
         return self
@@ -329,6 +341,8 @@ class Consumer:
         except BaseException as exc:  # the owner learns it from .error and the log
             self.error = exc
             log.exception("signal consumer stopped")
+            if self._on_failure is not None:
+                self._on_failure()
 
     def _serve(self, batch: list[tuple[Path | None, str]]) -> bool:
         """Handle a batch of hints; True when it included a full scan."""

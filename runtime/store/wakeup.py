@@ -101,3 +101,34 @@ def on_store_change(store: Store, callback: Callable[[], None]) -> Unsubscribe |
         return _watch.subscribe(store.path, callback)
     except OSError:  # no inotify (or out of watches): poll instead
         return None
+
+
+class StoreChanges:
+    """Waiting for a store to change, in a thread that reads it between waits: each
+    :meth:`wait` returns once the store may have changed since the previous one (or its
+    :meth:`clear`), or after ``timeout``, or after ``poll`` seconds where the store gives
+    no wake-ups."""
+
+    def __init__(self, store: Store, *, poll: float = 0.05, backstop: float = 1.0) -> None:
+        self._changed = threading.Event()
+        self._unsubscribe = on_store_change(store, self._changed.set)
+        self.interval = poll if self._unsubscribe is None else backstop
+
+    def clear(self) -> None:
+        """Forget the changes so far (call it before reading the store)."""
+        self._changed.clear()
+
+    def wait(self, timeout: float) -> None:
+        self._changed.wait(max(0.0, min(timeout, self.interval)))
+        self._changed.clear()
+
+    def close(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def __enter__(self) -> StoreChanges:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
