@@ -19,7 +19,7 @@ from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.demo_adapter import DemoAdapter
 from interlock.runtime.agents.gemini import GeminiAdapter
 from interlock.runtime.agents.opencode import OpencodeAdapter
-from interlock.runtime.agents.roles import REQUIRED_FIELD
+from interlock.runtime.agents.ralph_protocol import REQUIRED_FIELD
 from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.dispatch.process import SpawnOptions
 
