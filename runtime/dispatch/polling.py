@@ -30,9 +30,8 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from interlock.machines import Call, MachineIR, compile, ir_of
 from interlock.machines.backends.base import CompiledMachine
@@ -40,39 +39,18 @@ from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.dispatch.document import DocumentCheck, check_document
 from interlock.runtime.dispatch.output import STREAMS, OutputBuffer, OutputChunk, Stream
-from interlock.runtime.dispatch.process import AgentProcess, SpawnError, SpawnOptions
+from interlock.runtime.dispatch.process import AgentProcess, SpawnError
 from interlock.runtime.dispatch.result import DispatchResult, PollingResult
+from interlock.runtime.dispatch.types import AgentCommand, AgentRegistry
 from interlock.runtime.dispatch.verdict import parse_verdict
 from interlock.runtime.engine.session import Session
 
-__all__ = ["AgentCommand", "AgentRegistry", "Dispatch", "dispatch", "dispatch_all",
-           "new_dispatch_id"]
+__all__ = ["Dispatch", "dispatch", "dispatch_all", "new_dispatch_id"]
 
 STOP_WAIT_FIRST = 0.0005  # first wait for a signalled group to be gone; doubles each time
 STOP_WAIT_STEP = 0.01  # the longest wait between checks
 KILL_WAIT = 5.0  # longest wait for a SIGKILLed group to vanish
 _ALWAYS_HINTS = ("```",)  # a closing code fence also ends a document
-
-
-@dataclass(frozen=True, slots=True)
-class AgentCommand:
-    """What to run (seed 001's SubAgentCommand): an argv list, never a shell line. The
-    prompt, when given, is written to the agent's stdin, which is then closed; otherwise
-    stdin is /dev/null. ``name`` labels the result (a reviewer role, say)."""
-
-    argv: tuple[str, ...]
-    prompt: str | None = None
-    name: str | None = None
-    options: SpawnOptions = field(default_factory=SpawnOptions)
-
-
-class AgentRegistry(Protocol):
-    """Where running agent process groups are recorded, so a dispatcher that dies cannot
-    orphan them (:mod:`interlock.runtime.host.orphans` stops them on the next start)."""
-
-    def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None: ...
-
-    def stopped(self, dispatch_id: str) -> None: ...
 
 
 class _LoopClock:

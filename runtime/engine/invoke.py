@@ -41,9 +41,9 @@ from interlock.machines.ir import InvokeIR, MachineIR, OnResume
 from interlock.runtime.agents.base import FAILURE_REASONS, AgentLaunch, AgentOutput, Usage
 from interlock.runtime.agents.prompts import PromptError, render_input, render_prompt
 from interlock.runtime.dispatch.config import PollingConfiguration
-from interlock.runtime.dispatch.polling import AgentCommand
 from interlock.runtime.dispatch.process import SpawnOptions
 from interlock.runtime.dispatch.result import DispatchResult
+from interlock.runtime.dispatch.types import AgentCommand
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.invoke_machine import (
     MACHINE_ARGV,

@@ -27,7 +27,7 @@ from typing import Any
 from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.dispatch.document import DocumentCheck, check_document
 from interlock.runtime.dispatch.output import Stream
-from interlock.runtime.dispatch.polling import AgentCommand, Dispatch
+from interlock.runtime.dispatch.polling import Dispatch
 from interlock.runtime.dispatch.process import (
     DISPATCH_ID_VAR,
     READ_SIZE,
@@ -37,6 +37,7 @@ from interlock.runtime.dispatch.process import (
     group_members,
     working_folder,
 )
+from interlock.runtime.dispatch.types import AgentCommand
 from interlock.runtime.host.procfs import start_ticks
 
 # Seconds between reads of the spool files while the agent runs: often at first (an

@@ -23,7 +23,7 @@ from interlock.runtime.store.base import AgentRecord, Store
 
 
 class StoreRegistry:
-    """An :class:`~interlock.runtime.dispatch.polling.AgentRegistry` on a store."""
+    """An :class:`~interlock.runtime.dispatch.types.AgentRegistry` on a store."""
 
     def __init__(self, store: Store, owner: str | None = None,
                  session_id: str | None = None) -> None:
