@@ -41,6 +41,7 @@ from interlock.machines.ir import InvokeIR, MachineIR, OnResume
 from interlock.runtime.agents.base import FAILURE_REASONS, AgentLaunch, AgentOutput, Usage
 from interlock.runtime.agents.prompts import PromptError, render_input, render_prompt
 from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.dispatch.polling import Dispatch
 from interlock.runtime.dispatch.process import SpawnOptions
 from interlock.runtime.dispatch.result import DispatchResult
 from interlock.runtime.dispatch.types import AgentCommand
@@ -59,8 +60,9 @@ from interlock.runtime.engine.invoke_machine import (
 from interlock.runtime.engine.invoke_process import (
     Spool,
     SpooledAgent,
-    SpooledDispatch,
+    SpooledDriver,
     find_unnoted,
+    spooled_dispatch,
     stop_group,
 )
 from interlock.runtime.host.owners import default_owner
@@ -122,7 +124,8 @@ class _Flight:
     record: InvocationRecord
     invoke: InvokeIR
     task: asyncio.Future[Any] | None = None  # DispatchResult, or a child's ChildEnd
-    dispatch: SpooledDispatch | None = None
+    dispatch: Dispatch | None = None
+    driver: SpooledDriver | None = None
     child: ChildRun | None = None  # a machine invoke's child session
     finished: bool = False
     started: threading.Event = field(default_factory=threading.Event)
@@ -462,7 +465,7 @@ class Invoker:
                 flight.record = _with_process(record, agent)
             flight.started.set()
 
-        dispatch = SpooledDispatch(
+        dispatch, flight.driver = spooled_dispatch(
             command, config or self.config, spool=Spool(Path(record.spool)),
             invocation_id=record.id,
             adopt=adopt, timeout=timeout, on_started=started,
@@ -535,8 +538,8 @@ class Invoker:
             return []
         if flight.child is not None:
             return self._cancel_child(flight, outcome_kind, deferred=deferred)
-        if outcome_kind == "detached" and flight.dispatch is not None:
-            flight.dispatch.detached = True
+        if outcome_kind == "detached" and flight.driver is not None:
+            flight.driver.detached = True
 
         async def stop() -> None:
             task = flight.task
@@ -737,7 +740,7 @@ def _lost_data(record: InvocationRecord) -> dict[str, Any]:
     return {**data, "reason": "runner_lost", "message": message}
 
 
-def outcome(result: DispatchResult, dispatch: SpooledDispatch, read: Reader | None,
+def outcome(result: DispatchResult, dispatch: Dispatch, read: Reader | None,
             invocation_id: str) -> tuple[dict[str, Any], str | None]:
     """The event data of a finished dispatch and its failure reason (None: done). Where
     the CLI said what went wrong (its adapter's reading), its words are the message and

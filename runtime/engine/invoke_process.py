@@ -5,10 +5,11 @@ dispatcher. An invoked agent must outlive a crashed runner and be read on by the
 one, so here stdin, stdout and stderr are files in the invocation's spool folder, and
 the agent runs under a tiny ``sh`` shim (the process group leader) that writes the
 agent's exit status to a file: a runner that is not the parent can still learn it.
-:class:`SpooledDispatch` is the dispatcher's :class:`Dispatch` (the polling_state
-machine, completion detection, the result) with only the process part swapped:
-reads tail the spool files, the exit comes from a pidfd. Nothing is signalled unless
-its pid and start time (or its INTERLOCK_DISPATCH_ID) show it is still our agent.
+:func:`spooled_dispatch` is the dispatcher's :class:`Dispatch` (the polling_state
+machine, completion detection, the result) with its process side a
+:class:`SpooledDriver`: reads tail the spool files, the exit comes from a pidfd. Nothing
+is signalled unless its pid and start time (or its INTERLOCK_DISPATCH_ID) show it is still
+our agent.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from interlock.runtime.dispatch.config import PollingConfiguration
-from interlock.runtime.dispatch.document import DocumentCheck, check_document
 from interlock.runtime.dispatch.output import Stream
 from interlock.runtime.dispatch.polling import Dispatch
 from interlock.runtime.dispatch.process import (
@@ -37,7 +37,7 @@ from interlock.runtime.dispatch.process import (
     group_members,
     working_folder,
 )
-from interlock.runtime.dispatch.types import AgentCommand
+from interlock.runtime.dispatch.types import AgentCommand, ProcessRun
 from interlock.runtime.host.procfs import start_ticks
 
 # Seconds between reads of the spool files while the agent runs: often at first (an
@@ -291,99 +291,100 @@ def _all_pids() -> list[int]:
     return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
 
 
-class SpooledDispatch(Dispatch):
-    """The dispatcher's run of one agent, on spool files: spawned, or adopted when
-    ``adopt`` = (pid, start ticks). ``on_started`` sees the process before any output is
-    read (the invoker journals it there). ``timeout`` replaces dispatchTimeout; ``read``
-    turns raw stdout into the answer text (an adapter's ``read``)."""
+class SpooledDriver:
+    """The process side of an invoked agent's dispatch (a
+    :class:`~interlock.runtime.dispatch.types.ProcessDriver`): the agent spawned on spool
+    files, or adopted when ``adopt`` = (pid, start ticks); its output read by tailing the
+    files, its exit heard through a pidfd. With :attr:`detached` set before the run is
+    cancelled, the agent is left running (another runner owns it now)."""
 
-    def __init__(self, command: AgentCommand, config: PollingConfiguration, *, spool: Spool,
-                 invocation_id: str, adopt: tuple[int, str] | None = None,
-                 timeout: float | None = None, read: Callable[[str], str] | None = None,
-                 on_started: Callable[[SpooledAgent], None] | None = None) -> None:
-        super().__init__(command, config, spill_dir=spool.folder / "spill",
-                         dispatch_id=invocation_id)
+    def __init__(self, spool: Spool, adopt: tuple[int, str] | None = None) -> None:
         self.spool = spool
         self.adopt = adopt
-        self.timeout = timeout
-        self.read_answer = read
-        self.on_started = on_started
         self.agent: SpooledAgent | None = None
-        self.detached = False  # set before cancelling: leave the agent running
+        self.detached = False
         self._tail_fast_until = 0.0  # loop time until which the spools are read often
 
-    def _context(self) -> dict[str, Any]:
-        context = super()._context()
-        if self.timeout is not None:
-            context["dispatch_timeout"] = max(self.timeout, 0.001)
-            context["idle_timeout"] = min(context["idle_timeout"], context["dispatch_timeout"])
-        return context
-
-    def answer_text(self) -> str:
-        text = self.buffer.stdout_text()
-        return self.read_answer(text) if self.read_answer is not None else text
-
-    def check(self) -> DocumentCheck:
-        size = self.buffer.streams["stdout"].total_bytes
-        if self._check is None or self._check[0] != size:
-            markers = self.config.completion_markers
-            self._check = (size, check_document(
-                self.answer_text(), output_format=self.config.output_format,
-                required_field=markers.required_field, min_output_length=0,
-                yaml_markers=markers.yaml_markers, json_markers=markers.json_markers))
-        return self._check[1]
-
-    def _spawn(self) -> None:
-        loop = self._loop
-        assert loop is not None
-        options = self.command.options
-        env = dict(options.env) if options.env is not None else None
-        cwd = str(options.cwd) if options.cwd is not None else None
+    def spawn(self, run: ProcessRun) -> SpooledAgent:
+        command = run.command
         if self.adopt is not None:
-            agent = SpooledAgent.adopt(self.command.argv, self.dispatch_id, self.spool,
-                                       *self.adopt)
+            agent = SpooledAgent.adopt(command.argv, run.dispatch_id, self.spool, *self.adopt)
         else:
-            agent = SpooledAgent.spawn(self.command.argv, self.dispatch_id, self.spool,
-                                       self.command.prompt, env, cwd)
-        self.process = self.agent = agent
-        if self.on_started is not None:
-            try:
-                self.on_started(agent)
-            except BaseException:
-                agent.signal_group(signal.SIGKILL)
-                agent.close()
-                raise
-        if agent.pidfd >= 0:
-            loop.add_reader(agent.pidfd, self._guarded, self._on_exit)
-        else:
-            loop.call_soon(self._guarded, self._on_exit)
-        self._tail_fast_until = loop.time() + TAIL_FAST_FOR
-        self._arm("tail", loop.time() + TAIL_INTERVAL, self._tail)
+            options = command.options
+            env = dict(options.env) if options.env is not None else None
+            cwd = str(options.cwd) if options.cwd is not None else None
+            agent = SpooledAgent.spawn(command.argv, run.dispatch_id, self.spool,
+                                       command.prompt, env, cwd)
+        self.agent = agent
+        return agent
 
-    async def _stop_process(self) -> None:
-        agent = self.agent
-        if not self.detached or agent is None:
-            await super()._stop_process()
+    def watch(self, run: ProcessRun, process: AgentProcess) -> None:
+        agent = self._ours(process)
+        loop = run.loop
+        if agent.pidfd >= 0:
+            loop.add_reader(agent.pidfd, run.guarded, self._exited, run, agent)
+        else:
+            loop.call_soon(run.guarded, self._exited, run, agent)
+        self._tail_fast_until = loop.time() + TAIL_FAST_FOR
+        run.arm("tail", loop.time() + TAIL_INTERVAL, lambda: self._tail(run))
+
+    async def stop(self, run: ProcessRun, process: AgentProcess) -> None:
+        agent = self._ours(process)
+        if not self.detached:
+            await run.terminate(agent)
             return
-        if agent.pidfd >= 0 and self._loop is not None:
-            self._loop.remove_reader(agent.pidfd)
+        if agent.pidfd >= 0:
+            run.loop.remove_reader(agent.pidfd)
         agent.detach()
 
-    def _tail(self) -> None:
-        self._drain()
-        if self.session is not None and not self.session.is_final:
-            assert self._loop is not None
-            now = self._loop.time()
+    def _ours(self, process: AgentProcess) -> SpooledAgent:
+        assert process is self.agent and self.agent is not None
+        return self.agent
+
+    def _tail(self, run: ProcessRun) -> None:
+        run.drain()
+        if not run.finished():
+            now = run.loop.time()
             wait = TAIL_INTERVAL if now < self._tail_fast_until else TAIL_INTERVAL_LATER
-            self._arm("tail", now + wait, self._tail)
+            run.arm("tail", now + wait, lambda: self._tail(run))
 
-    def _on_exit(self) -> None:
-        agent = self.agent
-        assert agent is not None and self._loop is not None
+    @staticmethod
+    def _exited(run: ProcessRun, agent: SpooledAgent) -> None:
         if agent.pidfd >= 0:
-            self._loop.remove_reader(agent.pidfd)
-        code = agent.poll()
-        self._drain()
-        if self.session is not None and not self.session.is_final:
-            self._send("exited", {"exit_code": code})
+            run.loop.remove_reader(agent.pidfd)
+        run.exited(agent.poll())
 
+
+class StartedHook:
+    """An :class:`~interlock.runtime.dispatch.types.AgentRegistry` that hands the spooled
+    agent to ``on_started`` before any of its output is read (the invoker journals it)."""
+
+    def __init__(self, on_started: Callable[[SpooledAgent], None]) -> None:
+        self.on_started = on_started
+
+    def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None:
+        assert isinstance(process, SpooledAgent)
+        self.on_started(process)
+
+    def stopped(self, dispatch_id: str) -> None:
+        """Nothing to forget: the invocation's row records the outcome."""
+
+
+def spooled_dispatch(command: AgentCommand, config: PollingConfiguration, *, spool: Spool,
+                     invocation_id: str, adopt: tuple[int, str] | None = None,
+                     timeout: float | None = None, read: Callable[[str], str] | None = None,
+                     on_started: Callable[[SpooledAgent], None] | None = None
+                     ) -> tuple[Dispatch, SpooledDriver]:
+    """The dispatcher's run of one invoked agent on spool files, and its driver: spawned,
+    or adopted when ``adopt`` = (pid, start ticks). ``on_started`` sees the process before
+    any output is read; ``timeout`` replaces dispatchTimeout (and bounds idleTimeout);
+    ``read`` turns raw stdout into the answer text (an adapter's reading)."""
+    if timeout is not None:
+        limit = max(timeout, 0.001)
+        config = config.model_copy(update={"dispatch_timeout": limit,
+                                           "idle_timeout": min(config.idle_timeout, limit)})
+    driver = SpooledDriver(spool, adopt)
+    dispatch = Dispatch(command, config, spill_dir=spool.folder / "spill",
+                        dispatch_id=invocation_id, driver=driver, answer=read,
+                        registry=StartedHook(on_started) if on_started is not None else None)
+    return dispatch, driver
