@@ -10,11 +10,17 @@ machine, completion detection, the result) with its process side a
 :class:`SpooledDriver`: reads tail the spool files, the exit comes from a pidfd. Nothing
 is signalled unless its pid and start time (or its INTERLOCK_DISPATCH_ID) show it is still
 our agent.
+
+:class:`ProcessHandler` is what ``command:`` and ``agent:`` invokes share as invoke
+handlers (``invoke_command.py``, ``invoke_agents.py``): start the process, adopt it by pid
+and start time after a restart, stop it, read its outcome (:func:`outcome`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -25,6 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from interlock.machines.ir import InvokeIR
+from interlock.runtime.agents.base import AgentOutput, Usage
+from interlock.runtime.agents.prompts import PromptError, render_prompt
 from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.dispatch.output import Stream
 from interlock.runtime.dispatch.polling import Dispatch
@@ -37,7 +46,17 @@ from interlock.runtime.dispatch.process import (
     group_members,
     working_folder,
 )
+from interlock.runtime.dispatch.result import DispatchResult
 from interlock.runtime.dispatch.types import AgentCommand, ProcessRun
+from interlock.runtime.engine.invoke_handler import (
+    START_WAIT,
+    Flight,
+    InvokeError,
+    InvokeHost,
+    Stopped,
+    spawn_error_data,
+    time_left,
+)
 from interlock.runtime.host.procfs import start_ticks
 
 # Seconds between reads of the spool files while the agent runs: often at first (an
@@ -388,3 +407,194 @@ def spooled_dispatch(command: AgentCommand, config: PollingConfiguration, *, spo
                         dispatch_id=invocation_id, driver=driver, answer=read,
                         registry=StartedHook(on_started) if on_started is not None else None)
     return dispatch, driver
+
+
+# -- the handler agent and command invokes share ------------------------------------------
+
+# An adapter's read: (stdout, stderr) -> the answer, usage and the CLI's reported error.
+Reader = Callable[[str, str], AgentOutput]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessCommand:
+    """What a process invoke runs: the command, how its output reads (an adapter's
+    ``read``; None: stdout is the answer), and its dispatch settings (None: the
+    invoker's)."""
+
+    command: AgentCommand
+    read: Reader | None = None
+    config: PollingConfiguration | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpooledRun:
+    """A process invoke's work: the dispatch following it, its driver, its reader."""
+
+    dispatch: Dispatch
+    driver: SpooledDriver
+    read: Reader | None
+
+
+class ProcessHandler:
+    """The :class:`~interlock.runtime.engine.invoke_handler.InvokeHandler` of invokes
+    whose work is one spooled process (``command:`` and ``agent:``): a kind says what
+    to run (:meth:`command`); starting, adopting by pid and start time, stopping and
+    reading the outcome are the same for both."""
+
+    def __init__(self, host: InvokeHost) -> None:
+        self.host = host
+        self.spec_dir = Path(host.spec_path).parent
+
+    def command(self, invoke: InvokeIR, context: Mapping[str, Any]) -> ProcessCommand:
+        """What ``invoke`` runs now. Raises :class:`InvokeError`."""
+        raise NotImplementedError
+
+    def prompt(self, invoke: InvokeIR, context: Mapping[str, Any]) -> str | None:
+        """The invoke's rendered prompt (``prompt:`` or ``prompt_file:``), or None."""
+        template: str | Path | None = invoke.prompt
+        if template is None and invoke.prompt_file is not None:
+            template = self.spec_dir / invoke.prompt_file
+        try:
+            return None if template is None else render_prompt(
+                template, context=context, input=invoke.input)
+        except PromptError as exc:
+            raise InvokeError(f"invoke {invoke.id!r} prompt: {exc}") from None
+
+    def start(self, invoke: InvokeIR, context: Mapping[str, Any]) -> tuple[Flight, str | None]:
+        try:
+            built: ProcessCommand | None = self.command(invoke, context)
+            error = None
+        except InvokeError as exc:
+            built, error = None, str(exc)
+        flight = self.host.open_flight(invoke, built.command.argv if built else ())
+        if built is None:
+            self.host.spawn_failed(flight, error or "")
+            return flight, f"spawn_error: {error}"
+        self._launch(flight, built, context)
+        flight.started.wait(START_WAIT)
+        return flight, None
+
+    def adopt(self, flight: Flight, context: Mapping[str, Any]) -> str | None:
+        record = flight.record
+        if record.pid is None and (found := find_unnoted(record.id)) is not None:
+            # the runner died between starting the agent and noting its pid: note it now
+            self.host.store.invocation_started(record.id, found[0], found[0], found[1])
+            record = flight.record = dataclasses.replace(
+                record, pid=found[0], pgid=found[0], start_ticks=found[1])
+        if record.pid is None or not record.start_ticks:
+            return None
+        try:
+            built: ProcessCommand | None = self.command(flight.invoke, context)
+        except InvokeError:
+            built = None
+        self._launch(flight, ProcessCommand(AgentCommand(record.argv, None, record.invoke),
+                                            built.read if built else None,
+                                            built.config if built else None),
+                     context, adopt=(record.pid, record.start_ticks))
+        return f"pid {record.pid}"
+
+    def stop(self, flight: Flight, outcome_kind: str) -> Stopped:
+        run = flight.work
+        if outcome_kind == "detached" and isinstance(run, SpooledRun):
+            run.driver.detached = True
+
+        async def stop() -> None:
+            task = flight.task
+            if task is None:
+                return
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+        flight.started.wait(START_WAIT)
+        asyncio.run_coroutine_threadsafe(stop(), self.host.loop).result(timeout=30)
+        return Stopped()
+
+    def _launch(self, flight: Flight, built: ProcessCommand, context: Mapping[str, Any], *,
+                adopt: tuple[int, str] | None = None) -> None:
+        host, record, read = self.host, flight.record, built.read
+        timeout = time_left(flight.invoke, context, record, host.clock)
+
+        def started(agent: SpooledAgent) -> None:
+            if adopt is None and agent.ticks is not None:
+                host.store.invocation_started(record.id, agent.pid, agent.pgid, agent.ticks)
+                flight.record = dataclasses.replace(record, pid=agent.pid, pgid=agent.pgid,
+                                                    start_ticks=agent.ticks)
+            flight.started.set()
+
+        dispatch, driver = spooled_dispatch(
+            built.command, built.config or host.config, spool=Spool(Path(record.spool)),
+            invocation_id=record.id, adopt=adopt, timeout=timeout, on_started=started,
+            read=(lambda text: read(text, "").answer) if read is not None else None)
+        flight.work = SpooledRun(dispatch, driver, read)
+
+        def schedule() -> None:
+            task = host.loop.create_task(dispatch.run())
+            flight.task = task
+            task.add_done_callback(lambda t: self._finished(flight, t))
+
+        host.loop.call_soon_threadsafe(schedule)
+
+    def _finished(self, flight: Flight, task: asyncio.Future[DispatchResult]) -> None:
+        """On the invoker's loop: deliver the outcome, unless a cancel came first."""
+        flight.started.set()
+        if task.cancelled() or not self.host.settle(flight):
+            return
+        # The outcome is written to the invocations table by the runner as it takes the
+        # event (Runner.pump -> Invoker.ended), so this thread does not compete with it
+        # for the store between the offer and the step; recover() settles one taken by
+        # nobody.
+        error = task.exception()
+        if error is not None:
+            data = spawn_error_data(flight.record, f"{type(error).__name__}: {error}")
+            self.host.deliver(flight.record, flight.invoke, data, "spawn_error")
+            return
+        run = flight.work
+        assert isinstance(run, SpooledRun)
+        data, reason = outcome(task.result(), run.dispatch, run.read, flight.record.id)
+        self.host.deliver(flight.record, flight.invoke, data, reason)
+
+
+def outcome(result: DispatchResult, dispatch: Dispatch, read: Reader | None,
+            invocation_id: str) -> tuple[dict[str, Any], str | None]:
+    """The event data of a finished dispatch and its failure reason (None: done). Where
+    the CLI said what went wrong (its adapter's reading), its words are the message and
+    its reason (``auth``, ``rate_limited``, ...) the reason; tool calls it refused are
+    listed as ``denials``."""
+    polling = result.polling
+    json = polling.to_json()
+    check = dispatch.check()
+    output = read(polling.stdout, polling.stderr) if read is not None else None
+    usage = output.usage if output is not None else Usage()
+    answer = check.document if check.complete else None
+    data: dict[str, Any] = {"result": json, "answer": answer, "verdict": json["verdict"],
+                            "usage": usage.to_json(), "invocation": invocation_id}
+    if output is not None and output.denials:
+        data["denials"] = list(output.denials)
+    said = output.error if output is not None else None
+    reason: str | None = None
+    message: str | None = None
+    if polling.status == "timeout":
+        reason, message = "timeout", f"no answer within the timeout ({polling.completion_method})"
+    elif polling.status == "error":
+        if polling.completion_method == "spawn":
+            reason, message = "spawn_error", result.error or "the agent could not be started"
+        else:
+            reason = (output.reason if output is not None else None) or "exit_nonzero"
+            message = said or _exit_message(polling.exit_code, polling.stderr)
+    elif said is not None:  # the CLI reported a failure, yet exited 0
+        reason = (output.reason if output is not None else None) or "agent_error"
+        message = said
+    elif answer is None and dispatch.answer_text().strip():
+        reason, message = "invalid_answer", f"the answer is not a complete document: {check.reason}"
+    if reason is not None:
+        data["result"] = {**json, "success": False}
+        data["reason"] = reason
+        data["message"] = message
+    return data, reason
+
+
+def _exit_message(code: int | None, stderr: str) -> str:
+    """``the agent exited with N``, and the last line it wrote on stderr."""
+    tail = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return f"the agent exited with {code}" + (f": {tail[-1]}" if tail else "")
