@@ -15,7 +15,6 @@ import asyncio
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from interlock.machines.durations import parse_duration
@@ -167,11 +166,6 @@ def time_left(invoke: InvokeIR, context: Mapping[str, Any], record: InvocationRe
     if timeout is not None:
         timeout -= max(0.0, clock.now() - record.started_at)
     return timeout
-
-
-def spool_of(record: InvocationRecord) -> Path:
-    """The invocation's folder (its spooled files, or its child session's folder)."""
-    return Path(record.spool)
 
 
 def base_data(record: InvocationRecord, result: dict[str, Any], answer: Any = None,
