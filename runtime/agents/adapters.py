@@ -1,15 +1,15 @@
 """Choosing an adapter, and turning an agent + prompt into a dispatcher command.
 
-The ``invoke:`` runtime calls :func:`adapter_for` on an :class:`AgentConfig`,
-:func:`agent_command` to get the :class:`~interlock.runtime.dispatch.AgentCommand`
-to dispatch, :func:`polling_for` for the dispatch configuration with the agent's timeout
-and output format, and the adapter's ``read`` on the result's stdout (:func:`read_result`).
+:func:`adapter_for` gives an :class:`AgentConfig`'s adapter; :func:`agent_command` the
+:class:`~interlock.runtime.dispatch.AgentCommand` to dispatch (the one place a launch
+becomes a command: :func:`launch_command`, which ``agent:`` invokes use on their
+resolver's launch); :func:`polling_for` the dispatch configuration with the agent's
+timeout and output format; :func:`read_result` the adapter's reading of a result.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from interlock.runtime.agents.base import Adapter, AgentLaunch, AgentOutput
 from interlock.runtime.agents.claude import ClaudeAdapter
@@ -19,12 +19,11 @@ from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.demo_adapter import DemoAdapter
 from interlock.runtime.agents.gemini import GeminiAdapter
 from interlock.runtime.agents.opencode import OpencodeAdapter
-from interlock.runtime.agents.roles import REQUIRED_FIELD
+from interlock.runtime.agents.ralph_protocol import REQUIRED_FIELD
 from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.dispatch.process import SpawnOptions
-
-if TYPE_CHECKING:  # the dispatcher imports the engine, which may import this module
-    from interlock.runtime.dispatch import AgentCommand, DispatchResult
+from interlock.runtime.dispatch.result import DispatchResult
+from interlock.runtime.dispatch.types import AgentCommand
 
 ADAPTERS: dict[str, Adapter] = {
     adapter.cli: adapter
@@ -54,8 +53,6 @@ def resume_command(config: AgentConfig, session: str, prompt: str, *,
 
 def launch_command(launch: AgentLaunch, *, name: str | None = None) -> AgentCommand:
     """The dispatcher's command for an adapter's launch."""
-    from interlock.runtime.dispatch import AgentCommand
-
     options = SpawnOptions(cwd=Path(launch.cwd) if launch.cwd else None,
                            env=dict(launch.env) or None)
     return AgentCommand(argv=launch.argv, prompt=launch.stdin, name=name, options=options)

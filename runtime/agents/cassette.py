@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from interlock.runtime.agents.base import AgentLaunch
 
 if TYPE_CHECKING:
-    from interlock.runtime.engine.invoke import AgentResolver, ResolvedAgent
+    from interlock.runtime.engine.invoke_agents import AgentResolver, ResolvedAgent
 
 Stream = Literal["stdout", "stderr"]
 CASSETTE_VERSION = 1

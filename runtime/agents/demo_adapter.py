@@ -4,7 +4,7 @@ Launch: ``PYTHON -m interlock.runtime.agents.role_agent --role ROLE [--delay S]
 [--script FILE] [--format json] ARGS`` with the prompt on stdin, run by the interpreter
 interlock itself runs on (no network, no CLI to install). Read: the answer is stdout as
 is (a YAML document; its required top-level key per role is
-:data:`interlock.runtime.agents.roles.REQUIRED_FIELD`); no usage.
+:data:`interlock.runtime.agents.ralph_protocol.REQUIRED_FIELD`); no usage.
 """
 
 from __future__ import annotations

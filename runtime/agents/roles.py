@@ -22,19 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Literal
 
-SteerKind = Literal["invalidated", "additive", "scope"]
+from interlock.runtime.agents.ralph_protocol import classify_steer
 
 MARKERS: tuple[str, ...] = ("Request", "Task", "STEER", "INFO", "Workdir", "Knowledge", "Docs",
                             "Mode")
 _MARKER = re.compile(rf"^({'|'.join(MARKERS)})[ \t]*:[ \t]?(.*)$")
 _BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 BATCH_SIZE = 2
-
-# The top-level key every answer of a role carries (a dispatcher's requiredField).
-REQUIRED_FIELD: dict[str, str] = {
-    "planner": "tasks", "executor": "status", "reviewer": "verdict",
-    "questioner": "questions", "librarian": "mode",
-}
 
 
 @dataclass(frozen=True)
@@ -125,18 +119,6 @@ def plan(prompt: str) -> dict[str, Any]:
     ids = [task["id"] for task in tasks]
     return {"tasks": tasks,
             "batches": [ids[i:i + BATCH_SIZE] for i in range(0, len(ids), BATCH_SIZE)]}
-
-
-def classify_steer(message: str) -> SteerKind:
-    """A STEER by its first word: ``redo:`` invalidates the work, ``scope:`` changes the
-    scope, anything else adds to it."""
-    words = message.strip().split(maxsplit=1)
-    first = words[0].lower() if words else ""
-    if first == "redo:":
-        return "invalidated"
-    if first == "scope:":
-        return "scope"
-    return "additive"
 
 
 def _first_task(facts: PromptFacts) -> tuple[str, str]:

@@ -34,8 +34,9 @@ from typing import Any
 from interlock.machines.bindings import Binding, Bindings, Call
 from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver, SessionPort
 from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
-from interlock.runtime.dispatch.polling import AgentCommand, Dispatch, new_dispatch_id
+from interlock.runtime.dispatch.polling import Dispatch, new_dispatch_id
 from interlock.runtime.dispatch.process import SpawnOptions
+from interlock.runtime.dispatch.types import AgentCommand
 
 FINAL_STATES = ("completed", "timeout", "error")
 log = logging.getLogger(__name__)
@@ -108,10 +109,10 @@ class SessionDispatch(Dispatch):
         if not self._ended:
             self.port.send(event, data)
 
-    def _finished(self) -> bool:
+    def finished(self) -> bool:
         return self._ended
 
-    def _guarded(self, callback: Callable[..., None], *args: Any) -> None:
+    def guarded(self, callback: Callable[..., object], *args: Any) -> None:
         """A loop callback (a read, a tick, the exit): a failure (the store unreachable,
         say) is logged and told, and the session's own timers still bound the run."""
         try:
@@ -138,7 +139,7 @@ class SessionDispatch(Dispatch):
         self._start = self._now()
         self._ended = False
         self._spawn()
-        self._arm("poll", self._start + self.config.polling_interval, self._poll)
+        self.arm("poll", self._start + self.config.polling_interval, self._poll)
 
     async def end(self) -> None:
         """Stop the ticks and the agent's whole process group (TERM, then KILL)."""

@@ -9,6 +9,8 @@ The room, by concern:
   :class:`Issue`, :func:`parse_verdict`);
 * :mod:`~interlock.runtime.dispatch.result`: :class:`PollingResult` (seed 001) and
   :class:`DispatchResult`;
+* :mod:`~interlock.runtime.dispatch.types`: :class:`AgentCommand` and :class:`AgentRegistry`,
+  what the loop's users share with it;
 * :mod:`~interlock.runtime.dispatch.config`, :mod:`~interlock.runtime.dispatch.process`,
   :mod:`~interlock.runtime.dispatch.output`: settings, the child process, its output.
 
@@ -34,8 +36,6 @@ if TYPE_CHECKING:
     )
     from interlock.runtime.dispatch.document import DocumentCheck, OutputFormat, check_document
     from interlock.runtime.dispatch.polling import (
-        AgentCommand,
-        AgentRegistry,
         Dispatch,
         dispatch,
         dispatch_all,
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         PollingResult,
         PollingStatus,
     )
+    from interlock.runtime.dispatch.types import AgentCommand, AgentRegistry
     from interlock.runtime.dispatch.verdict import (
         SEVERITIES,
         VERDICTS,
@@ -62,11 +63,11 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "config": ("CompletionMarkerConfig", "ConfigError", "PollingConfiguration",
                "load_dispatch_config", "parse_dispatch_config", "with_overrides"),
     "document": ("DocumentCheck", "OutputFormat", "check_document"),
-    "polling": ("AgentCommand", "AgentRegistry", "Dispatch", "dispatch", "dispatch_all",
-                "new_dispatch_id"),
+    "polling": ("Dispatch", "dispatch", "dispatch_all", "new_dispatch_id"),
     "process": ("AgentProcess", "SpawnError", "SpawnOptions"),
     "result": ("COMPLETION_METHODS", "POLLING_STATUSES", "DispatchResult", "PollingResult",
                "PollingStatus"),
+    "types": ("AgentCommand", "AgentRegistry"),
     "verdict": ("SEVERITIES", "VERDICTS", "Issue", "Verdict", "VerdictValue", "parse_verdict"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}

@@ -30,9 +30,8 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from interlock.machines import Call, MachineIR, compile, ir_of
 from interlock.machines.backends.base import CompiledMachine
@@ -40,39 +39,23 @@ from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.dispatch.document import DocumentCheck, check_document
 from interlock.runtime.dispatch.output import STREAMS, OutputBuffer, OutputChunk, Stream
-from interlock.runtime.dispatch.process import AgentProcess, SpawnError, SpawnOptions
+from interlock.runtime.dispatch.process import AgentProcess, SpawnError
 from interlock.runtime.dispatch.result import DispatchResult, PollingResult
+from interlock.runtime.dispatch.types import (
+    AgentCommand,
+    AgentRegistry,
+    ProcessDriver,
+    ProcessRun,
+)
 from interlock.runtime.dispatch.verdict import parse_verdict
 from interlock.runtime.engine.session import Session
 
-__all__ = ["AgentCommand", "AgentRegistry", "Dispatch", "dispatch", "dispatch_all",
-           "new_dispatch_id"]
+__all__ = ["Dispatch", "PipeDriver", "dispatch", "dispatch_all", "new_dispatch_id"]
 
 STOP_WAIT_FIRST = 0.0005  # first wait for a signalled group to be gone; doubles each time
 STOP_WAIT_STEP = 0.01  # the longest wait between checks
 KILL_WAIT = 5.0  # longest wait for a SIGKILLed group to vanish
 _ALWAYS_HINTS = ("```",)  # a closing code fence also ends a document
-
-
-@dataclass(frozen=True, slots=True)
-class AgentCommand:
-    """What to run (seed 001's SubAgentCommand): an argv list, never a shell line. The
-    prompt, when given, is written to the agent's stdin, which is then closed; otherwise
-    stdin is /dev/null. ``name`` labels the result (a reviewer role, say)."""
-
-    argv: tuple[str, ...]
-    prompt: str | None = None
-    name: str | None = None
-    options: SpawnOptions = field(default_factory=SpawnOptions)
-
-
-class AgentRegistry(Protocol):
-    """Where running agent process groups are recorded, so a dispatcher that dies cannot
-    orphan them (:mod:`interlock.runtime.host.orphans` stops them on the next start)."""
-
-    def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None: ...
-
-    def stopped(self, dispatch_id: str) -> None: ...
 
 
 class _LoopClock:
@@ -101,14 +84,54 @@ def new_dispatch_id() -> str:
     return uuid.uuid4().hex
 
 
+class PipeDriver:
+    """The dispatcher's own process side: the agent started here with pipes
+    (:class:`AgentProcess`), read as its pipes become readable, its exit heard through a
+    pidfd, the prompt written as its stdin pipe takes it."""
+
+    def spawn(self, run: ProcessRun) -> AgentProcess:
+        command = run.command
+        prompt = None if command.prompt is None else command.prompt.encode()
+        return AgentProcess(command.argv, run.dispatch_id, prompt, command.options)
+
+    def watch(self, run: ProcessRun, process: AgentProcess) -> None:
+        loop = run.loop
+        for stream, fd in process.fds.items():
+            loop.add_reader(fd, run.guarded, run.read_output, stream)
+        loop.add_reader(process.pidfd, run.guarded, self._exited, run, process)
+        if process.stdin_fd is not None and not process.write_prompt():
+            loop.add_writer(process.stdin_fd, run.guarded, self._writable, run, process)
+
+    @staticmethod
+    def _writable(run: ProcessRun, process: AgentProcess) -> None:
+        fd = process.stdin_fd
+        if process.write_prompt() and fd is not None:
+            run.loop.remove_writer(fd)
+
+    @staticmethod
+    def _exited(run: ProcessRun, process: AgentProcess) -> None:
+        run.loop.remove_reader(process.pidfd)
+        run.exited(process.poll())
+
+    async def stop(self, run: ProcessRun, process: AgentProcess) -> None:
+        await run.terminate(process)
+
+
 class Dispatch:
-    """One run of one agent command. Use :meth:`run` once, inside an event loop."""
+    """One run of one agent command. Use :meth:`run` once, inside an event loop.
+
+    ``driver`` is its process side (default: :class:`PipeDriver`); ``answer`` turns stdout
+    into the answer text that completion detection reads (an adapter's reading; default:
+    stdout as is)."""
 
     def __init__(self, command: AgentCommand, config: PollingConfiguration, *,
                  spill_dir: Path | None = None, registry: AgentRegistry | None = None,
-                 dispatch_id: str | None = None) -> None:
+                 dispatch_id: str | None = None, driver: ProcessDriver | None = None,
+                 answer: Callable[[str], str] | None = None) -> None:
         self.command = command
         self.config = config
+        self.driver: ProcessDriver = driver or PipeDriver()
+        self.answer = answer
         self.dispatch_id = dispatch_id or new_dispatch_id()
         base = spill_dir or Path(tempfile.gettempdir()) / "interlock-dispatch"
         self.spill_dir = base / self.dispatch_id
@@ -147,8 +170,13 @@ class Dispatch:
                                    "required_field": m.required_field},
         }
 
+    def answer_text(self) -> str:
+        """The answer text in stdout so far (``answer``'s reading of it)."""
+        text = self.buffer.stdout_text()
+        return self.answer(text) if self.answer is not None else text
+
     def check(self) -> DocumentCheck:
-        """check_document on stdout so far, cached until more stdout arrives.
+        """check_document on the answer text so far, cached until more stdout arrives.
 
         minOutputLength is not a completion threshold here: seed 001 defines it as the
         output that makes the sub-agent "started" (the ``started`` guard), and a short
@@ -158,7 +186,7 @@ class Dispatch:
             c = self.config
             m = c.completion_markers
             self._check = (size, check_document(
-                self.buffer.stdout_text(), output_format=c.output_format,
+                self.answer_text(), output_format=c.output_format,
                 required_field=m.required_field, min_output_length=0,
                 yaml_markers=m.yaml_markers, json_markers=m.json_markers))
         return self._check[1]
@@ -240,7 +268,7 @@ class Dispatch:
             if not self._final.done():
                 self._final.set_result(None)
             return
-        self._arm("session", self.session.next_deadline(), self._fire_timers)
+        self.arm("session", self.session.next_deadline(), self._fire_timers)
 
     def _fire_timers(self) -> None:
         assert self.session is not None
@@ -253,7 +281,13 @@ class Dispatch:
         assert self._loop is not None
         return self._loop.time()
 
-    def _guarded(self, callback: Callable[..., None], *args: Any) -> None:
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop of the run (set by :meth:`run`)."""
+        assert self._loop is not None
+        return self._loop
+
+    def guarded(self, callback: Callable[..., object], *args: Any) -> None:
         """Run a loop callback; an exception ends the run (raised by :meth:`run`) instead
         of being logged and forgotten by the loop."""
         try:
@@ -264,17 +298,19 @@ class Dispatch:
             if not isinstance(exc, Exception):
                 raise
 
-    def _arm(self, name: str, when: float | None, callback: Callable[[], None]) -> None:
+    def arm(self, name: str, when: float | None, callback: Callable[[], None]) -> None:
+        """Call ``callback`` at loop time ``when`` (None: never), replacing the timer of
+        that name; every timer ends with the run."""
         old = self._timers.pop(name, None)
         if old is not None:
             old.cancel()
         if when is not None:
             assert self._loop is not None
-            self._timers[name] = self._loop.call_at(when, self._guarded, callback)
+            self._timers[name] = self._loop.call_at(when, self.guarded, callback)
 
     def _poll(self) -> None:
         self._poll_n += 1
-        self._arm("poll", self._start + (self._poll_n + 1) * self.config.polling_interval,
+        self.arm("poll", self._start + (self._poll_n + 1) * self.config.polling_interval,
                   self._poll)
         self._send("poll", {"elapsed": self._now() - self._start})
 
@@ -286,37 +322,25 @@ class Dispatch:
     def _arm_silence(self) -> None:
         assert self._last_stdout is not None
         interval = self.config.polling_interval
-        self._arm("silence", self._last_stdout + (self._silence_k + 1) * interval,
+        self.arm("silence", self._last_stdout + (self._silence_k + 1) * interval,
                   self._silence)
 
-    # -- the process --------------------------------------------------------------------
+    # -- the process (its driver calls these) -------------------------------------------
 
     def _spawn(self) -> None:
-        prompt = None if self.command.prompt is None else self.command.prompt.encode()
-        self.process = AgentProcess(self.command.argv, self.dispatch_id, prompt,
-                                    self.command.options)
+        """Start the agent through the driver, record it, and start hearing it."""
+        process = self.driver.spawn(self)
+        self.process = process
         if self.registry is not None:
             try:
-                self.registry.started(self.dispatch_id, self.process, time.time())
+                self.registry.started(self.dispatch_id, process, time.time())
             except BaseException:
-                self.process.signal_group(signal.SIGKILL)
-                self.process.close()
+                process.signal_group(signal.SIGKILL)
+                process.close()
                 raise
-        loop = self._loop
-        assert loop is not None
-        for stream, fd in self.process.fds.items():
-            loop.add_reader(fd, self._guarded, self._on_readable, stream)
-        loop.add_reader(self.process.pidfd, self._guarded, self._on_exit)
-        if self.process.stdin_fd is not None and not self.process.write_prompt():
-            loop.add_writer(self.process.stdin_fd, self._guarded, self._on_writable)
+        self.driver.watch(self, process)
 
-    def _on_writable(self) -> None:
-        assert self.process is not None and self._loop is not None
-        fd = self.process.stdin_fd
-        if self.process.write_prompt() and fd is not None:
-            self._loop.remove_writer(fd)
-
-    def _read(self, stream: Stream) -> bool:
+    def read_output(self, stream: Stream) -> bool:
         """One read of ``stream`` into the buffer and the machine; False when it had
         nothing (no data now, or end of file)."""
         assert self.process is not None and self._loop is not None
@@ -335,7 +359,7 @@ class Dispatch:
         if stream == "stdout":
             self._last_stdout = now
             self._silence_k = 0
-            if not self._finished():
+            if not self.finished():
                 self._arm_silence()
             window = self._hint_tail + data
             self._hint_tail = window[-self._hint_keep:] if self._hint_keep else b""
@@ -343,54 +367,53 @@ class Dispatch:
                 self._send("marker")
         return True
 
-    def _finished(self) -> bool:
+    def finished(self) -> bool:
         """Whether the machine has reached a final state (no more silence ticks)."""
         return self.session is None or self.session.is_final
 
-    def _on_readable(self, stream: Stream) -> None:
-        self._read(stream)
-
-    def _drain(self) -> None:
-        """Everything the pipes hold right now (after an exit or a stop)."""
+    def drain(self) -> None:
+        """Everything the process's output holds right now (after an exit or a stop)."""
         assert self.process is not None
         for stream in STREAMS:
-            while self._read(stream):
+            while self.read_output(stream):
                 pass
 
-    def _on_exit(self) -> None:
-        assert self.process is not None and self._loop is not None
-        self._loop.remove_reader(self.process.pidfd)
-        code = self.process.poll()
-        self._drain()
-        self._send("exited", {"exit_code": code})
+    def exited(self, code: int | None) -> None:
+        """The agent exited with ``code``: read what it left, then tell the machine."""
+        self.drain()
+        if not self.finished():
+            self._send("exited", {"exit_code": code})
 
     async def _stop_process(self) -> None:
-        """TERM the group, KILL it after the grace, and wait until none of it is left."""
-        process = self.process
-        if process is None:
+        """Stop the agent through the driver; the registry forgets it."""
+        if self.process is None:
             return
-        if process.group_alive():
-            process.signal_group(signal.SIGTERM)
-            if not await self._wait_gone(self.config.terminate_grace):
-                process.signal_group(signal.SIGKILL)
-                await self._wait_gone(KILL_WAIT)
-        self._drain()
-        assert self._loop is not None
-        for fd in process.fds.values():
-            self._loop.remove_reader(fd)
-        with contextlib.suppress(ValueError, OSError):
-            self._loop.remove_reader(process.pidfd)
-        if process.stdin_fd is not None:
-            self._loop.remove_writer(process.stdin_fd)
-        process.close()
+        await self.driver.stop(self, self.process)
         if self.registry is not None:
             self.registry.stopped(self.dispatch_id)
 
-    async def _wait_gone(self, seconds: float) -> bool:
-        assert self.process is not None
+    async def terminate(self, process: AgentProcess) -> None:
+        """TERM the group, KILL it after the grace, wait until none of it is left, read
+        what it left, and release it."""
+        if process.group_alive():
+            process.signal_group(signal.SIGTERM)
+            if not await self._wait_gone(process, self.config.terminate_grace):
+                process.signal_group(signal.SIGKILL)
+                await self._wait_gone(process, KILL_WAIT)
+        self.drain()
+        loop = self.loop
+        for fd in process.fds.values():
+            loop.remove_reader(fd)
+        with contextlib.suppress(ValueError, OSError):
+            loop.remove_reader(process.pidfd)
+        if process.stdin_fd is not None:
+            loop.remove_writer(process.stdin_fd)
+        process.close()
+
+    async def _wait_gone(self, process: AgentProcess, seconds: float) -> bool:
         deadline = self._now() + seconds
         step = STOP_WAIT_FIRST
-        while self.process.group_alive():
+        while process.group_alive():
             if self._now() >= deadline:
                 return False
             await asyncio.sleep(step)
@@ -409,7 +432,7 @@ class Dispatch:
         try:
             self._send("start")
             if not self.session.is_final:
-                self._arm("poll", self._start + self.config.polling_interval, self._poll)
+                self.arm("poll", self._start + self.config.polling_interval, self._poll)
             await self._final
         finally:
             for handle in self._timers.values():

@@ -1,24 +1,104 @@
-"""The agent resolver of ``agent:`` invokes: the project's agents, else the demo roles.
+"""``agent:`` invokes: their handler, and the resolver of the project's agents.
 
-``agent: NAME`` names an agent of ``interlock.yaml``'s ``agents:`` (runtime/agents/config.py);
-without an ``agents:`` section (or without the file), the built-in demo role of that name
-(``executor``, ``reviewer``, ...) runs offline. The agent's adapter builds the launch and
-reads its output; its ``timeout`` and ``outputFormat`` go into the dispatch settings. A
-tool call the CLI refused fails the call (``permission_denied``) when the agent is there
-to change files (:func:`~interlock.runtime.agents.config.must_edit`).
+The handler (:class:`AgentHandler`) asks an :data:`AgentResolver` the caller passes in (the
+seam to ``runtime/agents``) what ``agent: NAME`` runs with the rendered prompt, builds
+the dispatcher's command from that launch through the adapters
+(:func:`~interlock.runtime.agents.adapters.launch_command`), and continues the agent's
+CLI conversation when the invoke says ``continue:``. The process is spooled and adopted
+like a command's (:class:`~interlock.runtime.engine.invoke_process.ProcessHandler`).
+
+The project's resolver (:func:`agent_resolver`): ``agent: NAME`` names an agent of
+``interlock.yaml``'s ``agents:`` (runtime/agents/config.py); without an ``agents:``
+section (or without the file), the built-in demo role of that name (``executor``,
+``reviewer``, ...) runs offline. The agent's adapter builds the launch and reads its
+output; its ``timeout`` and ``outputFormat`` go into the dispatch settings. A tool call
+the CLI refused fails the call (``permission_denied``) when the agent is there to change
+files (:func:`~interlock.runtime.agents.config.must_edit`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from interlock.runtime.agents.adapters import adapter_for, polling_for
-from interlock.runtime.agents.base import AgentOutput
+from interlock.machines.ir import InvokeIR
+from interlock.runtime.agents.adapters import adapter_for, launch_command, polling_for
+from interlock.runtime.agents.base import AgentLaunch, AgentOutput
 from interlock.runtime.agents.config import load_agents, must_edit, resolve_agent
 from interlock.runtime.dispatch.config import PollingConfiguration
-from interlock.runtime.engine.invoke import AgentResolver, InvokeError, Reader, ResolvedAgent
+from interlock.runtime.engine.invoke_handler import InvokeError, InvokeHost, templated
+from interlock.runtime.engine.invoke_process import (
+    ProcessCommand,
+    ProcessHandler,
+    Reader,
+    Spool,
+)
 from interlock.runtime.host.project_file import PROJECT_FILE
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedAgent:
+    """What an ``agent:`` invoke runs: the launch, how to read its stdout into the
+    answer text and usage (an adapter's ``read``; None: stdout is the answer), the
+    agent's own dispatch settings (None: the invoker's), and how to continue one of its
+    CLI's conversations instead (``resume(session, text)``; None: it cannot)."""
+
+    launch: AgentLaunch
+    read: Reader | None = None
+    config: PollingConfiguration | None = None
+    resume: Callable[[str, str], AgentLaunch | None] | None = None
+
+
+# (agent name from interlock.yaml, rendered prompt) -> what to run. Connected to
+# runtime/agents as: config = resolve_agent(name, load_agents(path)); adapter =
+# adapter_for(config); ResolvedAgent(adapter.launch(config, prompt), adapter.read,
+# polling_for(config, base)): :func:`agent_resolver`.
+AgentResolver = Callable[[str, str], ResolvedAgent]
+
+
+class AgentHandler(ProcessHandler):
+    """The handler of ``agent:`` invokes (see the module docstring)."""
+
+    def __init__(self, host: InvokeHost, resolver: AgentResolver | None) -> None:
+        super().__init__(host)
+        self.resolver = resolver
+
+    def command(self, invoke: InvokeIR, context: Mapping[str, Any]) -> ProcessCommand:
+        prompt = self.prompt(invoke, context)
+        if self.resolver is None or invoke.agent is None:
+            raise InvokeError(f"invoke {invoke.id!r}: no agent resolver for agent "
+                              f"{invoke.agent!r}")
+        name = templated(invoke.agent, context, f"invoke {invoke.id!r} agent")
+        try:
+            resolved = self.resolver(name, prompt or "")
+        except Exception as exc:
+            raise InvokeError(f"invoke {invoke.id!r}: agent {name!r}: {exc}") from None
+        launch = resolved.launch
+        if invoke.continue_ is not None and resolved.resume is not None:
+            text = templated(invoke.continue_, context, f"invoke {invoke.id!r} continue")
+            session = self._conversation(invoke.id, resolved.read) if text.strip() else None
+            if session is not None:
+                launch = resolved.resume(session, text) or launch
+        return ProcessCommand(launch_command(launch, name=invoke.id), resolved.read,
+                              resolved.config)
+
+    def _conversation(self, invoke_id: str, read: Reader | None) -> str | None:
+        """The CLI conversation the invoke's previous call in this session ran in (its
+        spooled output read by the agent's adapter), or None."""
+        host = self.host
+        earlier = [r for r in host.store.invocations(host.session_id) if r.invoke == invoke_id]
+        if not earlier or read is None:
+            return None
+        spool = Spool(Path(earlier[-1].spool))
+        try:
+            stdout = spool.stdout.read_text(encoding="utf-8", errors="replace")
+            stderr = spool.stderr.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        return read(stdout, stderr).session
 
 
 def agent_resolver(root: Path, base: PollingConfiguration | None = None) -> AgentResolver:

@@ -39,15 +39,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interlock.machines.bindings import Bindings
+from interlock.machines.ir import InvokeIR
+from interlock.runtime.agents.prompts import PromptError, render_input
 from interlock.runtime.engine.clock import Clock
+from interlock.runtime.engine.invoke_handler import (
+    START_WAIT,
+    Flight,
+    InvokeHost,
+    Stopped,
+    spawn_error_data,
+    time_left,
+)
 from interlock.runtime.store.base import InvocationRecord, SessionNotFound, Store
 
 if TYPE_CHECKING:
     from interlock.runtime.dispatch.config import PollingConfiguration
-    from interlock.runtime.engine.invoke import AgentResolver
+    from interlock.runtime.engine.invoke_agents import AgentResolver
     from interlock.runtime.engine.runner import Runner
 
 MACHINE_ARGV = "machine"  # argv[0] of a child machine's invocation row: ("machine", name)
+CHILD_WAIT = 60.0  # longest wait for a child machine's runner to stop after a cancel
 #: How a child that ended on its own is reported: its outcome kind -> error reason.
 _ERROR_REASONS = {"failed": "machine_failed", "cancelled": "machine_cancelled",
                   "removed": "machine_cancelled", "timeout": "timeout"}
@@ -250,3 +261,103 @@ class ChildRun:
         if loop is not None and stop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is already closed
                 loop.call_soon_threadsafe(stop.set)
+
+
+class MachineHandler:
+    """The :class:`~interlock.runtime.engine.invoke_handler.InvokeHandler` of ``machine:``
+    invokes: the work is a child session (:class:`ChildRun`) on the invoker's loop."""
+
+    def __init__(self, host: InvokeHost, setup: ChildSetup) -> None:
+        self.host = host
+        self.setup = setup
+
+    def start(self, invoke: InvokeIR, context: Mapping[str, Any]) -> tuple[Flight, str | None]:
+        assert invoke.machine is not None
+        flight = self.host.open_flight(invoke, (MACHINE_ARGV, invoke.machine))
+        error = self._launch(flight, context)
+        if error is not None:
+            return flight, f"spawn_error: {error}"
+        flight.started.wait(START_WAIT)
+        return flight, f"child session {self._child_id(flight.record)}"
+
+    def adopt(self, flight: Flight, context: Mapping[str, Any]) -> str | None:
+        """Resume the same child session (which adopts its own invocations in turn)."""
+        self._launch(flight, context)
+        return f"child session {self._child_id(flight.record)}"
+
+    def stop(self, flight: Flight, outcome_kind: str) -> Stopped:
+        """``cancelled`` cancels the child session; ``interrupted`` and ``detached`` only
+        stop its runner, leaving the session and the invocation in flight for a resumed
+        parent to adopt."""
+        child = flight.work
+        assert isinstance(child, ChildRun)
+        flight.started.wait(START_WAIT)
+        if outcome_kind == "cancelled":
+            child.cancel(f"the parent session {self.host.session_id} left state "
+                         f"{flight.record.state!r}")
+        else:
+            child.stop(detach=outcome_kind == "detached")
+
+        async def wait() -> None:
+            task = flight.task
+            if task is not None:
+                await asyncio.wait([task])
+
+        with contextlib.suppress(TimeoutError, RuntimeError):
+            asyncio.run_coroutine_threadsafe(wait(), self.host.loop).result(timeout=CHILD_WAIT)
+        if outcome_kind == "cancelled":
+            return Stopped(ends_row=True, note=f"child session {child.session_id}")
+        return Stopped(ends_row=False,
+                       note=f"child session {child.session_id} stopped; resumable")
+
+    def _child_id(self, record: InvocationRecord) -> str:
+        return child_session_id(self.host.session_id, record.spool)
+
+    def _launch(self, flight: Flight, context: Mapping[str, Any]) -> str | None:
+        """Run (create, or resume) the flight's child session on the invoker's loop; the
+        error when it cannot start (delivered as ``spawn_error``)."""
+        host, record, invoke = self.host, flight.record, flight.invoke
+        resolver = self.setup.machines
+        try:
+            if resolver is None:
+                raise MachineError(f"no machine resolver for machine {invoke.machine!r}")
+            child = resolver(MachineRequest(
+                str(invoke.machine), host.spec_path, self._child_id(record),
+                Path(record.spool)))
+            input_context = render_input(invoke.input, context=context)
+        except (MachineError, PromptError) as exc:
+            message = f"invoke {invoke.id!r}: machine {invoke.machine!r}: {exc}"
+            host.spawn_failed(flight, message)
+            return message
+        timeout = time_left(invoke, context, record, host.clock)
+        run = ChildRun(self.setup, child, self._child_id(record), Path(record.spool),
+                       input_context, timeout, on_open=flight.started.set)
+        flight.work = run
+
+        def schedule() -> None:
+            task = host.loop.create_task(run.run())
+            flight.task = task
+            task.add_done_callback(lambda t: self._finished(flight, t))
+
+        host.loop.call_soon_threadsafe(schedule)
+        return None
+
+    def _finished(self, flight: Flight, task: asyncio.Future[ChildEnd]) -> None:
+        """On the invoker's loop: report how the child ended, unless a cancel came first."""
+        flight.started.set()
+        if task.cancelled() or not self.host.settle(flight):
+            return
+        error = task.exception()
+        record = flight.record
+        if error is not None:
+            message = f"child machine {flight.invoke.machine!r}: {type(error).__name__}: {error}"
+            data = spawn_error_data(record, message)
+            data.update(reason="machine_failed")
+            self.host.deliver(record, flight.invoke, data, "machine_failed")
+            return
+        end = task.result()
+        if end.kind == "stopped":  # stopped from outside this invoker: resumable
+            return
+        reason, data = end.event_data(record.id)
+        self.host.deliver(record, flight.invoke, data, reason,
+                          suffix=end.state if reason is None else None)

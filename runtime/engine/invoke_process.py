@@ -5,15 +5,22 @@ dispatcher. An invoked agent must outlive a crashed runner and be read on by the
 one, so here stdin, stdout and stderr are files in the invocation's spool folder, and
 the agent runs under a tiny ``sh`` shim (the process group leader) that writes the
 agent's exit status to a file: a runner that is not the parent can still learn it.
-:class:`SpooledDispatch` is the dispatcher's :class:`Dispatch` (the polling_state
-machine, completion detection, the result) with only the process part swapped:
-reads tail the spool files, the exit comes from a pidfd. Nothing is signalled unless
-its pid and start time (or its INTERLOCK_DISPATCH_ID) show it is still our agent.
+:func:`spooled_dispatch` is the dispatcher's :class:`Dispatch` (the polling_state
+machine, completion detection, the result) with its process side a
+:class:`SpooledDriver`: reads tail the spool files, the exit comes from a pidfd. Nothing
+is signalled unless its pid and start time (or its INTERLOCK_DISPATCH_ID) show it is still
+our agent.
+
+:class:`ProcessHandler` is what ``command:`` and ``agent:`` invokes share as invoke
+handlers (``invoke_command.py``, ``invoke_agents.py``): start the process, adopt it by pid
+and start time after a restart, stop it, read its outcome (:func:`outcome`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -24,10 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from interlock.machines.ir import InvokeIR
+from interlock.runtime.agents.base import AgentOutput, Usage
+from interlock.runtime.agents.prompts import PromptError, render_prompt
 from interlock.runtime.dispatch.config import PollingConfiguration
-from interlock.runtime.dispatch.document import DocumentCheck, check_document
 from interlock.runtime.dispatch.output import Stream
-from interlock.runtime.dispatch.polling import AgentCommand, Dispatch
+from interlock.runtime.dispatch.polling import Dispatch
 from interlock.runtime.dispatch.process import (
     DISPATCH_ID_VAR,
     READ_SIZE,
@@ -36,6 +45,17 @@ from interlock.runtime.dispatch.process import (
     carries_dispatch_id,
     group_members,
     working_folder,
+)
+from interlock.runtime.dispatch.result import DispatchResult
+from interlock.runtime.dispatch.types import AgentCommand, ProcessRun
+from interlock.runtime.engine.invoke_handler import (
+    START_WAIT,
+    Flight,
+    InvokeError,
+    InvokeHost,
+    Stopped,
+    spawn_error_data,
+    time_left,
 )
 from interlock.runtime.host.procfs import start_ticks
 
@@ -290,99 +310,291 @@ def _all_pids() -> list[int]:
     return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
 
 
-class SpooledDispatch(Dispatch):
-    """The dispatcher's run of one agent, on spool files: spawned, or adopted when
-    ``adopt`` = (pid, start ticks). ``on_started`` sees the process before any output is
-    read (the invoker journals it there). ``timeout`` replaces dispatchTimeout; ``read``
-    turns raw stdout into the answer text (an adapter's ``read``)."""
+class SpooledDriver:
+    """The process side of an invoked agent's dispatch (a
+    :class:`~interlock.runtime.dispatch.types.ProcessDriver`): the agent spawned on spool
+    files, or adopted when ``adopt`` = (pid, start ticks); its output read by tailing the
+    files, its exit heard through a pidfd. With :attr:`detached` set before the run is
+    cancelled, the agent is left running (another runner owns it now)."""
 
-    def __init__(self, command: AgentCommand, config: PollingConfiguration, *, spool: Spool,
-                 invocation_id: str, adopt: tuple[int, str] | None = None,
-                 timeout: float | None = None, read: Callable[[str], str] | None = None,
-                 on_started: Callable[[SpooledAgent], None] | None = None) -> None:
-        super().__init__(command, config, spill_dir=spool.folder / "spill",
-                         dispatch_id=invocation_id)
+    def __init__(self, spool: Spool, adopt: tuple[int, str] | None = None) -> None:
         self.spool = spool
         self.adopt = adopt
-        self.timeout = timeout
-        self.read_answer = read
-        self.on_started = on_started
         self.agent: SpooledAgent | None = None
-        self.detached = False  # set before cancelling: leave the agent running
+        self.detached = False
         self._tail_fast_until = 0.0  # loop time until which the spools are read often
 
-    def _context(self) -> dict[str, Any]:
-        context = super()._context()
-        if self.timeout is not None:
-            context["dispatch_timeout"] = max(self.timeout, 0.001)
-            context["idle_timeout"] = min(context["idle_timeout"], context["dispatch_timeout"])
-        return context
-
-    def answer_text(self) -> str:
-        text = self.buffer.stdout_text()
-        return self.read_answer(text) if self.read_answer is not None else text
-
-    def check(self) -> DocumentCheck:
-        size = self.buffer.streams["stdout"].total_bytes
-        if self._check is None or self._check[0] != size:
-            markers = self.config.completion_markers
-            self._check = (size, check_document(
-                self.answer_text(), output_format=self.config.output_format,
-                required_field=markers.required_field, min_output_length=0,
-                yaml_markers=markers.yaml_markers, json_markers=markers.json_markers))
-        return self._check[1]
-
-    def _spawn(self) -> None:
-        loop = self._loop
-        assert loop is not None
-        options = self.command.options
-        env = dict(options.env) if options.env is not None else None
-        cwd = str(options.cwd) if options.cwd is not None else None
+    def spawn(self, run: ProcessRun) -> SpooledAgent:
+        command = run.command
         if self.adopt is not None:
-            agent = SpooledAgent.adopt(self.command.argv, self.dispatch_id, self.spool,
-                                       *self.adopt)
+            agent = SpooledAgent.adopt(command.argv, run.dispatch_id, self.spool, *self.adopt)
         else:
-            agent = SpooledAgent.spawn(self.command.argv, self.dispatch_id, self.spool,
-                                       self.command.prompt, env, cwd)
-        self.process = self.agent = agent
-        if self.on_started is not None:
-            try:
-                self.on_started(agent)
-            except BaseException:
-                agent.signal_group(signal.SIGKILL)
-                agent.close()
-                raise
-        if agent.pidfd >= 0:
-            loop.add_reader(agent.pidfd, self._guarded, self._on_exit)
-        else:
-            loop.call_soon(self._guarded, self._on_exit)
-        self._tail_fast_until = loop.time() + TAIL_FAST_FOR
-        self._arm("tail", loop.time() + TAIL_INTERVAL, self._tail)
+            options = command.options
+            env = dict(options.env) if options.env is not None else None
+            cwd = str(options.cwd) if options.cwd is not None else None
+            agent = SpooledAgent.spawn(command.argv, run.dispatch_id, self.spool,
+                                       command.prompt, env, cwd)
+        self.agent = agent
+        return agent
 
-    async def _stop_process(self) -> None:
-        agent = self.agent
-        if not self.detached or agent is None:
-            await super()._stop_process()
+    def watch(self, run: ProcessRun, process: AgentProcess) -> None:
+        agent = self._ours(process)
+        loop = run.loop
+        if agent.pidfd >= 0:
+            loop.add_reader(agent.pidfd, run.guarded, self._exited, run, agent)
+        else:
+            loop.call_soon(run.guarded, self._exited, run, agent)
+        self._tail_fast_until = loop.time() + TAIL_FAST_FOR
+        run.arm("tail", loop.time() + TAIL_INTERVAL, lambda: self._tail(run))
+
+    async def stop(self, run: ProcessRun, process: AgentProcess) -> None:
+        agent = self._ours(process)
+        if not self.detached:
+            await run.terminate(agent)
             return
-        if agent.pidfd >= 0 and self._loop is not None:
-            self._loop.remove_reader(agent.pidfd)
+        if agent.pidfd >= 0:
+            run.loop.remove_reader(agent.pidfd)
         agent.detach()
 
-    def _tail(self) -> None:
-        self._drain()
-        if self.session is not None and not self.session.is_final:
-            assert self._loop is not None
-            now = self._loop.time()
+    def _ours(self, process: AgentProcess) -> SpooledAgent:
+        assert process is self.agent and self.agent is not None
+        return self.agent
+
+    def _tail(self, run: ProcessRun) -> None:
+        run.drain()
+        if not run.finished():
+            now = run.loop.time()
             wait = TAIL_INTERVAL if now < self._tail_fast_until else TAIL_INTERVAL_LATER
-            self._arm("tail", now + wait, self._tail)
+            run.arm("tail", now + wait, lambda: self._tail(run))
 
-    def _on_exit(self) -> None:
-        agent = self.agent
-        assert agent is not None and self._loop is not None
+    @staticmethod
+    def _exited(run: ProcessRun, agent: SpooledAgent) -> None:
         if agent.pidfd >= 0:
-            self._loop.remove_reader(agent.pidfd)
-        code = agent.poll()
-        self._drain()
-        if self.session is not None and not self.session.is_final:
-            self._send("exited", {"exit_code": code})
+            run.loop.remove_reader(agent.pidfd)
+        run.exited(agent.poll())
 
+
+class StartedHook:
+    """An :class:`~interlock.runtime.dispatch.types.AgentRegistry` that hands the spooled
+    agent to ``on_started`` before any of its output is read (the invoker journals it)."""
+
+    def __init__(self, on_started: Callable[[SpooledAgent], None]) -> None:
+        self.on_started = on_started
+
+    def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None:
+        assert isinstance(process, SpooledAgent)
+        self.on_started(process)
+
+    def stopped(self, dispatch_id: str) -> None:
+        """Nothing to forget: the invocation's row records the outcome."""
+
+
+def spooled_dispatch(command: AgentCommand, config: PollingConfiguration, *, spool: Spool,
+                     invocation_id: str, adopt: tuple[int, str] | None = None,
+                     timeout: float | None = None, read: Callable[[str], str] | None = None,
+                     on_started: Callable[[SpooledAgent], None] | None = None
+                     ) -> tuple[Dispatch, SpooledDriver]:
+    """The dispatcher's run of one invoked agent on spool files, and its driver: spawned,
+    or adopted when ``adopt`` = (pid, start ticks). ``on_started`` sees the process before
+    any output is read; ``timeout`` replaces dispatchTimeout (and bounds idleTimeout);
+    ``read`` turns raw stdout into the answer text (an adapter's reading)."""
+    if timeout is not None:
+        limit = max(timeout, 0.001)
+        config = config.model_copy(update={"dispatch_timeout": limit,
+                                           "idle_timeout": min(config.idle_timeout, limit)})
+    driver = SpooledDriver(spool, adopt)
+    dispatch = Dispatch(command, config, spill_dir=spool.folder / "spill",
+                        dispatch_id=invocation_id, driver=driver, answer=read,
+                        registry=StartedHook(on_started) if on_started is not None else None)
+    return dispatch, driver
+
+
+# -- the handler agent and command invokes share ------------------------------------------
+
+# An adapter's read: (stdout, stderr) -> the answer, usage and the CLI's reported error.
+Reader = Callable[[str, str], AgentOutput]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessCommand:
+    """What a process invoke runs: the command, how its output reads (an adapter's
+    ``read``; None: stdout is the answer), and its dispatch settings (None: the
+    invoker's)."""
+
+    command: AgentCommand
+    read: Reader | None = None
+    config: PollingConfiguration | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpooledRun:
+    """A process invoke's work: the dispatch following it, its driver, its reader."""
+
+    dispatch: Dispatch
+    driver: SpooledDriver
+    read: Reader | None
+
+
+class ProcessHandler:
+    """The :class:`~interlock.runtime.engine.invoke_handler.InvokeHandler` of invokes
+    whose work is one spooled process (``command:`` and ``agent:``): a kind says what
+    to run (:meth:`command`); starting, adopting by pid and start time, stopping and
+    reading the outcome are the same for both."""
+
+    def __init__(self, host: InvokeHost) -> None:
+        self.host = host
+        self.spec_dir = Path(host.spec_path).parent
+
+    def command(self, invoke: InvokeIR, context: Mapping[str, Any]) -> ProcessCommand:
+        """What ``invoke`` runs now. Raises :class:`InvokeError`."""
+        raise NotImplementedError
+
+    def prompt(self, invoke: InvokeIR, context: Mapping[str, Any]) -> str | None:
+        """The invoke's rendered prompt (``prompt:`` or ``prompt_file:``), or None."""
+        template: str | Path | None = invoke.prompt
+        if template is None and invoke.prompt_file is not None:
+            template = self.spec_dir / invoke.prompt_file
+        try:
+            return None if template is None else render_prompt(
+                template, context=context, input=invoke.input)
+        except PromptError as exc:
+            raise InvokeError(f"invoke {invoke.id!r} prompt: {exc}") from None
+
+    def start(self, invoke: InvokeIR, context: Mapping[str, Any]) -> tuple[Flight, str | None]:
+        try:
+            built: ProcessCommand | None = self.command(invoke, context)
+            error = None
+        except InvokeError as exc:
+            built, error = None, str(exc)
+        flight = self.host.open_flight(invoke, built.command.argv if built else ())
+        if built is None:
+            self.host.spawn_failed(flight, error or "")
+            return flight, f"spawn_error: {error}"
+        self._launch(flight, built, context)
+        flight.started.wait(START_WAIT)
+        return flight, None
+
+    def adopt(self, flight: Flight, context: Mapping[str, Any]) -> str | None:
+        record = flight.record
+        if record.pid is None and (found := find_unnoted(record.id)) is not None:
+            # the runner died between starting the agent and noting its pid: note it now
+            self.host.store.invocation_started(record.id, found[0], found[0], found[1])
+            record = flight.record = dataclasses.replace(
+                record, pid=found[0], pgid=found[0], start_ticks=found[1])
+        if record.pid is None or not record.start_ticks:
+            return None
+        try:
+            built: ProcessCommand | None = self.command(flight.invoke, context)
+        except InvokeError:
+            built = None
+        self._launch(flight, ProcessCommand(AgentCommand(record.argv, None, record.invoke),
+                                            built.read if built else None,
+                                            built.config if built else None),
+                     context, adopt=(record.pid, record.start_ticks))
+        return f"pid {record.pid}"
+
+    def stop(self, flight: Flight, outcome_kind: str) -> Stopped:
+        run = flight.work
+        if outcome_kind == "detached" and isinstance(run, SpooledRun):
+            run.driver.detached = True
+
+        async def stop() -> None:
+            task = flight.task
+            if task is None:
+                return
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+        flight.started.wait(START_WAIT)
+        asyncio.run_coroutine_threadsafe(stop(), self.host.loop).result(timeout=30)
+        return Stopped()
+
+    def _launch(self, flight: Flight, built: ProcessCommand, context: Mapping[str, Any], *,
+                adopt: tuple[int, str] | None = None) -> None:
+        host, record, read = self.host, flight.record, built.read
+        timeout = time_left(flight.invoke, context, record, host.clock)
+
+        def started(agent: SpooledAgent) -> None:
+            if adopt is None and agent.ticks is not None:
+                host.store.invocation_started(record.id, agent.pid, agent.pgid, agent.ticks)
+                flight.record = dataclasses.replace(record, pid=agent.pid, pgid=agent.pgid,
+                                                    start_ticks=agent.ticks)
+            flight.started.set()
+
+        dispatch, driver = spooled_dispatch(
+            built.command, built.config or host.config, spool=Spool(Path(record.spool)),
+            invocation_id=record.id, adopt=adopt, timeout=timeout, on_started=started,
+            read=(lambda text: read(text, "").answer) if read is not None else None)
+        flight.work = SpooledRun(dispatch, driver, read)
+
+        def schedule() -> None:
+            task = host.loop.create_task(dispatch.run())
+            flight.task = task
+            task.add_done_callback(lambda t: self._finished(flight, t))
+
+        host.loop.call_soon_threadsafe(schedule)
+
+    def _finished(self, flight: Flight, task: asyncio.Future[DispatchResult]) -> None:
+        """On the invoker's loop: deliver the outcome, unless a cancel came first."""
+        flight.started.set()
+        if task.cancelled() or not self.host.settle(flight):
+            return
+        # The outcome is written to the invocations table by the runner as it takes the
+        # event (Runner.pump -> Invoker.ended), so this thread does not compete with it
+        # for the store between the offer and the step; recover() settles one taken by
+        # nobody.
+        error = task.exception()
+        if error is not None:
+            data = spawn_error_data(flight.record, f"{type(error).__name__}: {error}")
+            self.host.deliver(flight.record, flight.invoke, data, "spawn_error")
+            return
+        run = flight.work
+        assert isinstance(run, SpooledRun)
+        data, reason = outcome(task.result(), run.dispatch, run.read, flight.record.id)
+        self.host.deliver(flight.record, flight.invoke, data, reason)
+
+
+def outcome(result: DispatchResult, dispatch: Dispatch, read: Reader | None,
+            invocation_id: str) -> tuple[dict[str, Any], str | None]:
+    """The event data of a finished dispatch and its failure reason (None: done). Where
+    the CLI said what went wrong (its adapter's reading), its words are the message and
+    its reason (``auth``, ``rate_limited``, ...) the reason; tool calls it refused are
+    listed as ``denials``."""
+    polling = result.polling
+    json = polling.to_json()
+    check = dispatch.check()
+    output = read(polling.stdout, polling.stderr) if read is not None else None
+    usage = output.usage if output is not None else Usage()
+    answer = check.document if check.complete else None
+    data: dict[str, Any] = {"result": json, "answer": answer, "verdict": json["verdict"],
+                            "usage": usage.to_json(), "invocation": invocation_id}
+    if output is not None and output.denials:
+        data["denials"] = list(output.denials)
+    said = output.error if output is not None else None
+    reason: str | None = None
+    message: str | None = None
+    if polling.status == "timeout":
+        reason, message = "timeout", f"no answer within the timeout ({polling.completion_method})"
+    elif polling.status == "error":
+        if polling.completion_method == "spawn":
+            reason, message = "spawn_error", result.error or "the agent could not be started"
+        else:
+            reason = (output.reason if output is not None else None) or "exit_nonzero"
+            message = said or _exit_message(polling.exit_code, polling.stderr)
+    elif said is not None:  # the CLI reported a failure, yet exited 0
+        reason = (output.reason if output is not None else None) or "agent_error"
+        message = said
+    elif answer is None and dispatch.answer_text().strip():
+        reason, message = "invalid_answer", f"the answer is not a complete document: {check.reason}"
+    if reason is not None:
+        data["result"] = {**json, "success": False}
+        data["reason"] = reason
+        data["message"] = message
+    return data, reason
+
+
+def _exit_message(code: int | None, stderr: str) -> str:
+    """``the agent exited with N``, and the last line it wrote on stderr."""
+    tail = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return f"the agent exited with {code}" + (f": {tail[-1]}" if tail else "")

@@ -22,7 +22,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from interlock.runtime.engine.errors import SessionError
-from interlock.runtime.engine.invoke import cancel_offline, child_sessions, stop_invocations
+from interlock.runtime.engine.invoke_offline import (
+    cancel_offline,
+    child_sessions,
+    stop_invocations,
+)
 from interlock.runtime.engine.runner import LEASE_TTL
 from interlock.runtime.engine.snapshot import Snapshot, SnapshotError
 from interlock.runtime.host.owners import owner_is_dead, parse_owner

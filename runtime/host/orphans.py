@@ -23,7 +23,7 @@ from interlock.runtime.store.base import AgentProcessStore, AgentRecord
 
 
 class StoreRegistry:
-    """An :class:`~interlock.runtime.dispatch.polling.AgentRegistry` on a store."""
+    """An :class:`~interlock.runtime.dispatch.types.AgentRegistry` on a store."""
 
     def __init__(self, store: AgentProcessStore, owner: str | None = None,
                  session_id: str | None = None) -> None:

@@ -21,8 +21,7 @@ from typing import Any, Literal
 
 from interlock.runtime.agents.config import AgentConfig, load_agents, resolve_agent
 from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
-from interlock.runtime.engine.invoke import AgentResolver, ResolvedAgent
-from interlock.runtime.engine.invoke_agents import agent_resolver
+from interlock.runtime.engine.invoke_agents import AgentResolver, ResolvedAgent, agent_resolver
 from interlock.runtime.interview.protocol import PollerReply, ProtocolError, parse_reply
 
 Stage = Literal["category", "narrow", "suggest", "refine"]

@@ -28,7 +28,7 @@ from interlock.machines.bindings import Bindings, Call
 from interlock.machines.durations import format_duration
 from interlock.runtime.agents.base import TRANSIENT_REASONS
 from interlock.runtime.agents.prompts import render_prompt
-from interlock.runtime.agents.roles import classify_steer
+from interlock.runtime.agents.ralph_protocol import classify_steer
 from interlock.runtime.interview.staged import staged_prompt, task_node
 from interlock.runtime.ralph.config import RalphConfig
 from interlock.runtime.ralph.folder import RalphFolder, Task, write_text

@@ -25,8 +25,7 @@ from interlock.runtime.agents.cassette import (
     launch_digest,
     read_cassette,
 )
-from interlock.runtime.engine.invoke import AgentResolver, ResolvedAgent
-from interlock.runtime.engine.invoke_agents import agent_resolver
+from interlock.runtime.engine.invoke_agents import AgentResolver, ResolvedAgent, agent_resolver
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 

@@ -14,6 +14,7 @@ import yaml
 from interlock.runtime.agents import roles
 from interlock.runtime.agents.adapters import agent_command, polling_for, read_result
 from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.agents.ralph_protocol import classify_steer
 from interlock.runtime.agents.role_agent import HANG_STEP, run
 from interlock.runtime.dispatch import dispatch
 
@@ -58,7 +59,7 @@ def test_same_prompt_same_answer() -> None:
     ("REDO: again", "invalidated"),
 ])
 def test_steer_is_classified_by_its_first_word(steer: str, kind: str) -> None:
-    assert roles.classify_steer(steer) == kind
+    assert classify_steer(steer) == kind
 
 
 def test_executor_writes_a_file_and_stages_a_note(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from interlock.machines import Call
 from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
 from interlock.runtime.dispatch.config import PollingConfiguration
 from interlock.runtime.engine.clock import ManualClock
-from interlock.runtime.engine.invoke import ResolvedAgent
+from interlock.runtime.engine.invoke_agents import ResolvedAgent
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from interlock.runtime.engine.invoke import stop_invocations
+from interlock.runtime.engine.invoke_offline import stop_invocations
 from interlock.runtime.engine.lifecycle import cancel, remove
 from interlock.runtime.host.procfs import start_ticks
 from interlock.runtime.store.sqlite import SqliteStore

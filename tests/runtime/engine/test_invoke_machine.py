@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from interlock.runtime.engine.invoke import cancel_offline, child_sessions, stop_invocations
+from interlock.runtime.engine.invoke_offline import (
+    cancel_offline,
+    child_sessions,
+    stop_invocations,
+)
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 

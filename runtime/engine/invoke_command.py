@@ -1,0 +1,28 @@
+"""``command:`` invokes: any program, its argv written in the spec.
+
+``invoke: {id: lint, command: [ruff, check, "{{ context.path }}"]}`` runs the argv (each
+item a template over the context) with the rendered prompt, if any, on stdin; its stdout
+is the answer. The process is spooled and adopted like an agent's
+(:class:`~interlock.runtime.engine.invoke_process.ProcessHandler`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from interlock.machines.ir import InvokeIR
+from interlock.runtime.dispatch.types import AgentCommand
+from interlock.runtime.engine.invoke_handler import templated
+from interlock.runtime.engine.invoke_process import ProcessCommand, ProcessHandler
+
+
+class CommandHandler(ProcessHandler):
+    """The handler of ``command:`` invokes: the argv, rendered; no adapter reads it."""
+
+    def command(self, invoke: InvokeIR, context: Mapping[str, Any]) -> ProcessCommand:
+        prompt = self.prompt(invoke, context)
+        assert invoke.command is not None
+        argv = tuple(templated(item, context, f"invoke {invoke.id!r} command")
+                     for item in invoke.command)
+        return ProcessCommand(AgentCommand(argv, prompt, invoke.id))
