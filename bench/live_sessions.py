@@ -235,9 +235,9 @@ def report(rows: list[Row], rng: random.Random) -> bool:
               f"  {'PASS' if cpu_ok and lat_ok else 'FAIL'}")
         for problem in row.problems:
             print(f"  FAIL: {problem}")
-    print(f"\nidle CPU: the runner process's CPU time over the quiet period / its length; "
-          f"latency: just before the rename into inputs/ -> the journal entry's at; vs 1 s poll: the "
-          f"seed's loop's p99 (tick wait + the row's median step) / the row's p99")
+    print("\nidle CPU: the runner process's CPU time over the quiet period / its length; "
+          "latency: just before the rename into inputs/ -> the journal entry's at; vs 1 s "
+          "poll: the seed's loop's p99 (tick wait + the row's median step) / the row's p99")
     return ok
 
 
