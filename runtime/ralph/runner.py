@@ -56,6 +56,7 @@ from interlock.runtime.ralph.limits import (
     check,
     progress_digest,
 )
+from interlock.runtime.ralph.state import OrchestratorContext
 from interlock.runtime.ralph.subagent import StagedConfigs, subagent_bindings
 from interlock.runtime.store import Store, open_store
 from interlock.runtime.store.base import SessionNotFound
@@ -144,7 +145,7 @@ class RalphRun:
         self.limits = (SessionLimits.from_json(config, saved) if isinstance(saved, dict)
                        else SessionLimits(config, time.time()))
         self.state = ""
-        self._ended: list[float] = []  # costs of the invocations ended since the last look
+        self._ended = 0  # invocations ended since the last look
         self._hashes: FileHashes = {}  # the project's file hashes, for progress digests
 
     # -- opening ------------------------------------------------------------------------
@@ -195,8 +196,7 @@ class RalphRun:
 
             def stepped(step: Step) -> None:
                 if step.event and step.event.startswith("done.invoke."):
-                    out = (step.data or {}).get("output") or {}
-                    self._ended.append(float(out.get("cost_usd") or 0.0))
+                    self._ended += 1
                 changed.set()
 
             engine = asyncio.create_task(runner.run(stop, on_step=stepped, poll=0.25))
@@ -263,13 +263,14 @@ class RalphRun:
                 return
         await self._corrections(runner, feed, stop)
         if self._ended:
-            costs, self._ended = self._ended, []
+            ended, self._ended = self._ended, 0
             n = int(ctx.get("iteration", 1))
             digest = await asyncio.to_thread(
                 progress_digest, self.root, self.folder.iteration(n) / "progress.md",
                 cache=self._hashes)
-            for cost in costs:
-                self.limits.invocation_done(digest, cost)
+            for _ in range(ended):
+                self.limits.invocation_done(digest)
+            self.limits.cost_usd = _spent(ctx)  # the orchestrator's context keeps the total
             await asyncio.to_thread(self.folder.update_metadata, limits=self.limits.to_json())
         if runner.session.is_final:
             return
@@ -345,8 +346,8 @@ class RalphRun:
         """The first of the engine's limits (:mod:`interlock.runtime.ralph.limits`) the
         session has reached, its iterations counted from the orchestrator's context."""
         done = max(0, int(ctx.get("iteration", 1)) - 1)
-        return check(replace(self.limits.snapshot(), iterations_done=done), self.config,
-                     time.time())
+        return check(replace(self.limits.snapshot(), iterations_done=done,
+                             cost_usd=_spent(ctx)), self.config, time.time())
 
     def _over_limit(self, ctx: Any) -> bool:
         """The orchestrator's ``over_limit`` guard at every checkpoint, so no invocation
@@ -370,6 +371,11 @@ async def _waiting(runner: Runner, tasks: list[str] | None = None) -> bool:
             tasks is None or set(tasks) & set(to_correct(runner.session.context))):
         await asyncio.sleep(TICK)
     return True
+
+
+def _spent(ctx: Any) -> float:
+    """What the session's agents reported spending (the orchestrator's one total)."""
+    return OrchestratorContext.spend_in(ctx).cost_usd or 0.0
 
 
 def _task_note(task: Any) -> str:

@@ -8,6 +8,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from interlock.runtime.ralph.state import Spend
+
+__all__ = ["FINISHED", "InboxLine", "Marker", "RalphStatus", "RunningAgent", "SignalLine",
+           "Spend", "StopInfo", "TaskLine"]
+
 Marker = Literal[" ", "/", "x", "F"]
 #: Statuses after which nothing more happens: ``watch.follow`` stops on them.
 FINISHED = frozenset({"complete", "completed", "failed", "aborted", "stopped", "cancelled"})
@@ -46,14 +51,6 @@ class SignalLine(_Model):
     target: str = "ALL"
     action: str | None = None
     at: str | None = None
-
-
-class Spend(_Model):
-    """Tokens and cost so far, as the agents reported them (None: not reported)."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
 
 
 class InboxLine(_Model):
