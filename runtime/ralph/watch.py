@@ -22,6 +22,7 @@ from rich.text import Text
 from interlock.machines.durations import format_duration
 from interlock.runtime.ralph.status import (
     FINISHED,
+    LAST_LINES,
     Marker,
     RalphStatus,
     RunningAgent,
@@ -34,7 +35,6 @@ from interlock.runtime.ralph.status import (
 __all__ = ["FINISHED", "LAST_LINES", "RECENT_SIGNALS", "Marker", "RalphStatus", "RunningAgent",
            "SignalLine", "Spend", "TaskLine", "follow", "render", "render_text"]
 
-LAST_LINES = 5
 RECENT_SIGNALS = 5
 
 _MARKER_STYLE = {" ": "dim", "/": "yellow", "x": "green", "F": "bold red"}
