@@ -36,7 +36,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
     "ralph": ("ralph_init", "ralph_run", "ralph_resume", "ralph_status", "ralph_poll",
               "ralph_folder", "ralph_watch", "ralph_task_report", "ralph_corrected",
-              "RalphResult"),
+              "ralph_review", "RalphResult", "RalphStatus", "TaskReview", "ReviewResult"),
     "inbox": ("post_message", "list_messages", "mark_message", "poll_settings",
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
               "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox"),
@@ -100,11 +100,15 @@ if TYPE_CHECKING:
     from interlock.runtime.api.interview import task_node as task_node
     from interlock.runtime.api.interview import terminal_ui as terminal_ui
     from interlock.runtime.api.ralph import RalphResult as RalphResult
+    from interlock.runtime.api.ralph import RalphStatus as RalphStatus
+    from interlock.runtime.api.ralph import ReviewResult as ReviewResult
+    from interlock.runtime.api.ralph import TaskReview as TaskReview
     from interlock.runtime.api.ralph import ralph_corrected as ralph_corrected
     from interlock.runtime.api.ralph import ralph_folder as ralph_folder
     from interlock.runtime.api.ralph import ralph_init as ralph_init
     from interlock.runtime.api.ralph import ralph_poll as ralph_poll
     from interlock.runtime.api.ralph import ralph_resume as ralph_resume
+    from interlock.runtime.api.ralph import ralph_review as ralph_review
     from interlock.runtime.api.ralph import ralph_run as ralph_run
     from interlock.runtime.api.ralph import ralph_status as ralph_status
     from interlock.runtime.api.ralph import ralph_task_report as ralph_task_report

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,16 +25,30 @@ from interlock.runtime.ralph.config import (
 )
 from interlock.runtime.ralph.feed import take_signals
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
+from interlock.runtime.ralph.review import (
+    Reviewer,
+    ReviewResult,
+    TaskReview,
+    mark_corrected,
+    review_tasks,
+    task_review,
+    waits_for_corrections,
+)
 from interlock.runtime.ralph.runner import RalphResult, RalphRun
+from interlock.runtime.ralph.status import RalphStatus, build_status
 from interlock.runtime.signals.model import SignalError, check_identifier
 
 __all__ = [
     "RalphResult",
+    "RalphStatus",
+    "ReviewResult",
+    "TaskReview",
     "ralph_corrected",
     "ralph_folder",
     "ralph_init",
     "ralph_poll",
     "ralph_resume",
+    "ralph_review",
     "ralph_run",
     "ralph_status",
     "ralph_task_report",
@@ -163,154 +177,58 @@ def ralph_corrected(session_id: str, task_id: str, *, store: str | None = None,
                     root: Path | str | None = None) -> bool:
     """The human's review of rejected task ``task_id`` ended: when the session waits for
     its correction (``ralph.review_rejections``), queue ``corrected`` (noting whether a
-    correction was staged for the task's next Executor). Returns whether it was queued."""
-    from interlock.runtime.api.interview import task_node
-
+    correction was staged for the task's next Executor). Returns whether it was queued.
+    :func:`ralph_review` runs the whole protocol (review, then this)."""
     folder = _folder(session_id, root)
-    if not str(folder.metadata().get("waiting_for") or "").startswith("corrections"):
+    if not waits_for_corrections(folder):
         return False
-    node = task_node(session_id, task_id)
     with opened_store(store, folder.root) as opened, translated():
-        staged = opened.staged_config(node) is not None
-        resolution = (f"correction staged (interlock staged {node})" if staged
-                      else "reviewed, nothing staged")
-        opened.enqueue(session_id, "corrected", {"task": task_id, "resolution": resolution},
-                       time.time())
-    return True
+        return mark_corrected(folder, opened, task_id)
+
+
+def ralph_review(session_id: str, reviewer: Reviewer, tasks: Sequence[str] | None = None,
+                 *, store: str | None = None, root: Path | str | None = None
+                 ) -> list[ReviewResult]:
+    """Review the tasks a Reviewer rejected, then mark each corrected: ``tasks`` (by
+    default every rejected task no later iteration has done, ``ralph status``'s
+    ``to_correct``) one after another. ``reviewer(item)`` is the review itself (a
+    :class:`TaskReview`: the Executor's report, the node a correction is staged under;
+    ``report`` None when the task has none), blocking, e.g. the review menu
+    (:func:`review_blocking` on ``item.report`` with ``node=item.node``); it returns True
+    when the review ended, False when the human stopped it (nothing more is reviewed).
+    Each task whose review ended is marked corrected (:func:`ralph_corrected`) when the
+    session waits for it. Returns one :class:`ReviewResult` per task taken."""
+    folder = _folder(session_id, root)
+    with opened_store(store, folder.root) as opened, translated():
+        return review_tasks(folder, opened, reviewer, tasks)
 
 
 async def ralph_status(session_id: str, *, store: str | None = None,
                        root: Path | str | None = None) -> dict[str, Any]:
-    """What ``ralph status --json`` prints and ``interlock watch`` reads: metadata, the
-    engine state, the current iteration's tasks, pending signals, the invocations."""
+    """What ``ralph status --json`` prints and ``interlock watch`` reads: the JSON of
+    :class:`interlock.runtime.ralph.status.RalphStatus` (metadata, the engine state, the
+    current iteration's tasks, the running agent, signals, spend, limits, inbox)."""
+    return (await _status(session_id, store, root)).to_json()
+
+
+async def _status(session_id: str, store: str | None, root: Path | str | None
+                  ) -> RalphStatus:
     folder = _folder(session_id, root)
-    meta = folder.metadata()
-    n = int(meta.get("iteration", 1))
     from interlock.runtime.api.sessions import status as session_status
 
-    engine: dict[str, Any] | None = None
     try:
-        info = await session_status(session_id, store=store, root=folder.root)
-        engine = info.to_json()
+        engine: dict[str, Any] | None = (
+            await session_status(session_id, store=store, root=folder.root)).to_json()
     except NotFound:
         engine = None
-    invocations = sorted(p.name for p in (folder.iteration(n) / "invocations").glob("*.md"))
-    context = (engine or {}).get("context") or {}
-    invocation = context.get("invocation") or None
-    stop = meta.get("stop")
-    status = str(meta.get("status") or "running")
-    state = str((meta.get("orchestrator") or {}).get("state") or "PLANNING")
-    if state == "PAUSED" and status == "running":
-        status = "paused"
-    if stop is None and status in ("completed", "aborted"):
-        stop = {"reason": status, "detail": ""}
-    elif stop is None and meta.get("stop_reason"):
-        stop = {"reason": "stopped", "detail": str(meta["stop_reason"])}
-        status = "stopped" if status == "running" and (engine or {}).get(
-            "status") != "running" else status
-    limits = meta.get("limits") or {}
-    return {
-        # the fields of interlock.runtime.ralph.watch.RalphStatus (interlock watch)
-        "session_id": session_id, "state": state, "status": status, "iteration": n,
-        "max_iterations": meta.get("max_iterations"), "batch": (int(context["batch"]) + 1
-                                          if "batch" in context else None),
-        "batches": len(context.get("batches") or []) or None,
-        "tasks": [{"id": t.id, "title": t.title, "marker": t.marker, "note": t.reason}
-                  for t in folder.progress(n)],
-        "agent": None if not invocation else {
-            "role": IDENTITIES.get(str(invocation.get("role")), str(invocation.get("role"))),
-            "task": (invocation.get("task") or {}).get("id"),
-            **await asyncio.to_thread(_running_agent, session_id, store, folder.root)},
-        "signals": _signals(folder),
-        "spend": {"cost_usd": (context.get("cost_usd") if context.get("cost_usd")
-                               is not None else limits.get("cost_usd"))},
-        "elapsed": _elapsed(meta, limits, status),
-        "stop": stop,
-        "inbox": (engine or {}).get("inbox"),
-        # and more for scripts
-        "id": session_id, "folder": str(folder.path), "stop_reason": meta.get("stop_reason"),
-        "pending_signals": folder.mailbox().pending(), "invocations": invocations,
-        "waiting_for": meta.get("waiting_for"), "paused_for": meta.get("paused_for"),
-        "to_correct": _rejected(folder, n),
-        "questions": (context.get("questions") or []) if meta.get("waiting_for") else [],
-        "engine": engine,
-    }
 
+    def build() -> RalphStatus:
+        if engine is None:
+            return build_status(folder, None)
+        with opened_store(store, folder.root, create=False) as opened:
+            return build_status(folder, engine, opened)
 
-def _running_agent(session_id: str, store: str | None, root: Path) -> dict[str, Any]:
-    """The agent the running subagent session invoked: seconds since it started, its
-    try, and the last lines it printed (read from its spool)."""
-    from interlock.runtime.engine.invoke_machine import child_session_id, is_machine
-    from interlock.runtime.ralph.watch import LAST_LINES
-
-    try:
-        with opened_store(store, root, create=False) as opened:
-            children = [child_session_id(session_id, r.spool)
-                        for r in opened.invocations(session_id, in_flight=True)
-                        if is_machine(r)]
-            agents = [r for child in children
-                      for r in opened.invocations(child, in_flight=True)
-                      if not is_machine(r)]
-            tries = [int(opened.get(child).snapshot["context"].get("attempts") or 0) + 1
-                     for child in children]
-    except Exception:  # nothing is running, or the store is busy: nothing to show
-        return {}
-    if not agents:
-        return {}
-    agent = agents[-1]
-    try:
-        data = (Path(agent.spool) / "stdout").read_bytes()[-8192:]
-    except OSError:
-        data = b""
-    lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
-    return {"elapsed": max(0.0, time.time() - agent.started_at),
-            "attempt": tries[-1] if tries else 1, "last_lines": lines[-LAST_LINES:]}
-
-
-def _rejected(folder: RalphFolder, n: int) -> list[str]:
-    """Tasks a Reviewer rejected and no later iteration has done: a correction for each
-    can be staged with ``interlock ralph review ID TASK``."""
-    rejected: dict[str, None] = {}
-    for k in range(1, n + 1):
-        for task in folder.progress(k):
-            if str(task.reason or "").startswith("review:"):
-                rejected[task.id] = None
-            elif task.marker == "x":
-                rejected.pop(task.id, None)
-    return list(rejected)
-
-
-def _elapsed(meta: dict[str, Any], limits: dict[str, Any], status: str) -> float | None:
-    """Seconds since the session started; for one that has ended, until it ended."""
-    if "started_at" not in limits:
-        return None
-    started = float(limits["started_at"])
-    ended = meta.get("ended_at") or meta.get("completed_at")
-    if status != "running" and status != "paused" and isinstance(ended, str):
-        at = _timestamp(ended)
-        if at is not None:
-            return max(0.0, at - started)
-    return max(0.0, time.time() - started)
-
-
-def _timestamp(text: str) -> float | None:
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def _signals(folder: RalphFolder) -> list[dict[str, Any]]:
-    from interlock.runtime.ralph.folder import read_yaml
-
-    lines = []
-    for path in sorted(folder.mailbox().processed.glob("*.yaml"))[-10:]:
-        data = read_yaml(path)
-        handling = data.get("handling_metadata") or {}
-        lines.append({"type": str(data.get("type", "?")), "message": str(
-            data.get("message") or ""), "target": str(data.get("target") or "ALL"),
-            "action": handling.get("action_taken"), "at": handling.get("handled_at")})
-    return lines
+    return await asyncio.to_thread(build)
 
 
 def ralph_task_report(session_id: str, task_id: str, *, root: Path | str | None = None
@@ -319,19 +237,10 @@ def ralph_task_report(session_id: str, task_id: str, *, root: Path | str | None 
     node its review stages a correction under (``<session>-<task>``): what ``interlock
     ralph review ID TASK`` opens the review menu on. The next Executor invocation for
     that task shows the staged correction in its prompt, and takes it."""
-    from interlock.runtime.api.interview import task_node
-
-    folder = _folder(session_id, root)
-    node = task_node(session_id, task_id)
-    reports = sorted(folder.path.glob(f"iterations/*/tasks/{task_id}.md"),
-                     key=lambda p: int(p.parent.parent.name)
-                     if p.parent.parent.name.isdigit() else 0)
-    if not reports:
-        known = sorted({p.stem for p in folder.path.glob("iterations/*/tasks/*.md")})
-        hint = f"; tasks with a report: {', '.join(known)}" if known else \
-            "; no task has a report yet"
-        raise NotFound(f"Ralph session {session_id} has no report on task {task_id!r}{hint}")
-    return reports[-1], node
+    item = task_review(_folder(session_id, root), task_id)
+    if item.report is None:
+        raise NotFound(str(item.missing))
+    return item.report, item.node
 
 
 def ralph_poll(session_id: str, *, role: str, root: Path | str | None = None
@@ -354,9 +263,6 @@ def ralph_poll(session_id: str, *, role: str, root: Path | str | None = None
 
 def ralph_watch(session_id: str, *, interval: float = 0.5, store: str | None = None) -> None:
     """The live terminal view of a Ralph session (Rich), following it until it ends."""
-    from interlock.runtime.ralph.watch import RalphStatus, follow
+    from interlock.runtime.ralph.watch import follow
 
-    def read() -> RalphStatus:
-        return RalphStatus.model_validate(asyncio.run(ralph_status(session_id, store=store)))
-
-    follow(read, interval)
+    follow(lambda: asyncio.run(_status(session_id, store, None)), interval)

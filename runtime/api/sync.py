@@ -61,10 +61,14 @@ from interlock.runtime.api.interview import staged_prompt as staged_prompt
 from interlock.runtime.api.interview import task_node as task_node
 from interlock.runtime.api.interview import terminal_ui as terminal_ui
 from interlock.runtime.api.ralph import RalphResult as RalphResult
+from interlock.runtime.api.ralph import RalphStatus as RalphStatus
+from interlock.runtime.api.ralph import ReviewResult as ReviewResult
+from interlock.runtime.api.ralph import TaskReview as TaskReview
 from interlock.runtime.api.ralph import ralph_corrected as ralph_corrected
 from interlock.runtime.api.ralph import ralph_folder as ralph_folder
 from interlock.runtime.api.ralph import ralph_init as ralph_init
 from interlock.runtime.api.ralph import ralph_poll as ralph_poll
+from interlock.runtime.api.ralph import ralph_review as ralph_review
 from interlock.runtime.api.ralph import ralph_task_report as ralph_task_report
 from interlock.runtime.api.ralph import ralph_watch as ralph_watch
 from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
@@ -140,8 +144,10 @@ __all__ = [
     "PollingConfiguration",
     "PostedSignal",
     "RalphResult",
+    "RalphStatus",
     "Receipt",
     "Rejected",
+    "ReviewResult",
     "RunResult",
     "RunnerInfo",
     "ScriptedAnswers",
@@ -151,6 +157,7 @@ __all__ = [
     "SessionStatus",
     "SpawnOptions",
     "StepFailed",
+    "TaskReview",
     "TimerInfo",
     "UsageError",
     "Validation",
@@ -184,6 +191,7 @@ __all__ = [
     "ralph_init",
     "ralph_poll",
     "ralph_resume",
+    "ralph_review",
     "ralph_run",
     "ralph_status",
     "ralph_task_report",

@@ -55,45 +55,57 @@ def _note(text: str) -> None:
     err.print(escape(text))
 
 
+def _menu(agent: str | None, answers: Path | None, as_json: bool, store: str | None,
+          codes: list[int]) -> Callable[[runtime.TaskReview], bool]:
+    """The review menu on a task's report (its exit code goes to ``codes``); False when
+    the human stopped it (Esc, Ctrl-C)."""
+    from interlock.runtime.cli.review import run_review
+
+    def review(item: runtime.TaskReview) -> bool:
+        if item.report is None:  # nothing to review: a waiting session goes on
+            codes.append(fail(str(item.missing), runtime.NotFound.exit_code))
+            return True
+        code = run_review(str(item.report), item.node, agent, answers, as_json, None,
+                          item.unit, store, "10m", 8)
+        codes.append(code)
+        return code not in STOPPED_REVIEW
+
+    return review
+
+
 def _review_task(session_id: str, task: str, agent: str | None, answers: Path | None,
                  as_json: bool, store: str | None) -> int:
     """The review menu on a task's report; when the session waits for that task's
     correction, it takes it (``ralph.review_rejections``)."""
-    from interlock.runtime.cli.review import run_review
-
+    codes: list[int] = []
     try:
-        report, node = runtime.ralph_task_report(session_id, task)
-    except runtime.NotFound as exc:  # nothing to review: a waiting session goes on
-        code = fail(str(exc), exc.exit_code)
+        runtime.ralph_review(session_id, _menu(agent, answers, as_json, store, codes),
+                             [task], store=store)
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
-    else:
-        code = run_review(str(report), node, agent, answers, as_json, None,
-                          f"Ralph-Executor ({session_id})", store, "10m", 8)
-    if code not in STOPPED_REVIEW:
-        try:
-            runtime.ralph_corrected(session_id, task, store=store)
-        except runtime.InterlockError as exc:
-            return fail(str(exc), exc.exit_code)
-    return code
+    return codes[-1] if codes else EXIT_OK
 
 
 def _terminal_review(session_id: str, store: str | None) -> Callable[[list[str]], bool]:
     """``ralph run``'s review menu for rejected tasks, in its terminal; the runner's notes
     wait meanwhile. False when the human stopped a review (Esc, Ctrl-C)."""
+    menu = _menu(None, None, False, store, [])
+
+    def announced(item: runtime.TaskReview) -> bool:
+        err.print(f"[bold]The Reviewer rejected {escape(item.task)}[/]: review its report "
+                  "(a correction is staged for its next Executor)")
+        return menu(item)
 
     def review(tasks: list[str]) -> bool:
         global _held
         with _holding:
             _held = []
         try:
-            for task in tasks:
-                err.print(f"[bold]The Reviewer rejected {escape(task)}[/]: review its report "
-                          "(a correction is staged for its next Executor)")
-                code = _review_task(session_id, task, None, None, False, store)
-                if code in STOPPED_REVIEW:
-                    return False
-            return True
+            try:
+                results = runtime.ralph_review(session_id, announced, tasks, store=store)
+            except runtime.InterlockError as exc:
+                return fail(str(exc), exc.exit_code) not in STOPPED_REVIEW
+            return not any(result.stopped for result in results)
         finally:
             with _holding:
                 held, _held = _held or [], None

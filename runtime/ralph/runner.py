@@ -59,6 +59,7 @@ from interlock.runtime.ralph.limits import (
     check,
     progress_digest,
 )
+from interlock.runtime.ralph.state import OrchestratorContext
 from interlock.runtime.ralph.subagent import StagedConfigs, subagent_bindings
 from interlock.runtime.store import Store, open_store
 from interlock.runtime.store.base import SessionNotFound
@@ -148,7 +149,7 @@ class RalphRun(HostPlugin):
         self.limits = (SessionLimits.from_json(config, saved) if isinstance(saved, dict)
                        else SessionLimits(config, time.time()))
         self.state = ""
-        self._ended: list[float] = []  # costs of the invocations ended since the last look
+        self._ended = 0  # invocations ended since the last look
         self._hashes: FileHashes = {}  # the project's file hashes, for progress digests
         self._host: SessionHost | None = None
         self._looks: asyncio.Queue[None] | None = None  # a look is due (a step, a deadline)
@@ -254,8 +255,7 @@ class RalphRun(HostPlugin):
 
     def on_step(self, step: Step) -> None:
         if step.event and step.event.startswith("done.invoke."):
-            out = (step.data or {}).get("output") or {}
-            self._ended.append(float(out.get("cost_usd") or 0.0))
+            self._ended += 1
         if self._moved is not None:
             self._moved.set()
         self._look_soon()
@@ -310,13 +310,14 @@ class RalphRun(HostPlugin):
         if not final:
             await self._corrections(runner, stop)
         if self._ended:
-            costs, self._ended = self._ended, []
+            ended, self._ended = self._ended, 0
             n = int(ctx.get("iteration", 1))
             digest = await asyncio.to_thread(
                 progress_digest, self.root, self.folder.iteration(n) / "progress.md",
                 cache=self._hashes)
-            for cost in costs:
-                self.limits.invocation_done(digest, cost)
+            for _ in range(ended):
+                self.limits.invocation_done(digest)
+            self.limits.cost_usd = _spent(ctx)  # the orchestrator's context keeps the total
             await asyncio.to_thread(self.folder.update_metadata, limits=self.limits.to_json())
         if runner.session.is_final or final:
             return
@@ -405,8 +406,8 @@ class RalphRun(HostPlugin):
         """The first of the engine's limits (:mod:`interlock.runtime.ralph.limits`) the
         session has reached, its iterations counted from the orchestrator's context."""
         done = max(0, int(ctx.get("iteration", 1)) - 1)
-        return check(replace(self.limits.snapshot(), iterations_done=done), self.config,
-                     time.time())
+        return check(replace(self.limits.snapshot(), iterations_done=done,
+                             cost_usd=_spent(ctx)), self.config, time.time())
 
     def _over_limit(self, ctx: Any) -> bool:
         """The orchestrator's ``over_limit`` guard at every checkpoint, so no invocation
@@ -421,6 +422,11 @@ class RalphRun(HostPlugin):
             self.limit = reason.detail
             self.stop_info = reason.to_json()
         return reason is not None
+
+
+def _spent(ctx: Any) -> float:
+    """What the session's agents reported spending (the orchestrator's one total)."""
+    return OrchestratorContext.spend_in(ctx).cost_usd or 0.0
 
 
 def _task_note(task: Any) -> str:

@@ -12,9 +12,7 @@ from __future__ import annotations
 import io
 import time
 from collections.abc import Callable
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.panel import Panel
@@ -22,100 +20,27 @@ from rich.table import Table
 from rich.text import Text
 
 from interlock.machines.durations import format_duration
+from interlock.runtime.ralph.status import (
+    FINISHED,
+    LAST_LINES,
+    Marker,
+    RalphStatus,
+    RunningAgent,
+    SignalLine,
+    Spend,
+    TaskLine,
+)
 
-Marker = Literal[" ", "/", "x", "F"]
-#: Statuses after which nothing more happens: :func:`follow` stops on them.
-FINISHED = frozenset({"complete", "completed", "failed", "aborted", "stopped", "cancelled"})
-LAST_LINES = 5
+# The status models live in ralph/status.py; they are named here too (watch reads them).
+__all__ = ["FINISHED", "LAST_LINES", "RECENT_SIGNALS", "Marker", "RalphStatus", "RunningAgent",
+           "SignalLine", "Spend", "TaskLine", "follow", "render", "render_text"]
+
 RECENT_SIGNALS = 5
 
 _MARKER_STYLE = {" ": "dim", "/": "yellow", "x": "green", "F": "bold red"}
 _STATUS_STYLE = {"running": "bold cyan", "paused": "bold yellow", "complete": "bold green",
                  "completed": "bold green", "failed": "bold red", "aborted": "bold red",
                  "stopped": "bold magenta", "cancelled": "bold red"}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class TaskLine(_Model):
-    """One task of progress.md: its id, title, marker and a note (a failure's reason)."""
-
-    id: str
-    title: str = ""
-    marker: Marker = " "
-    note: str | None = None
-
-
-class RunningAgent(_Model):
-    """The agent invocation in flight: its role, the task it works on, seconds since it
-    started, its attempt (retries), and the last lines it printed."""
-
-    role: str
-    task: str | None = None
-    elapsed: float = 0.0
-    attempt: int = 1
-    last_lines: tuple[str, ...] = ()
-
-
-class SignalLine(_Model):
-    """A signal the session handled (or holds): its type, target, message, and what was
-    done with it."""
-
-    type: str
-    message: str = ""
-    target: str = "ALL"
-    action: str | None = None
-    at: str | None = None
-
-
-class Spend(_Model):
-    """Tokens and cost so far, as the agents reported them (None: not reported)."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-
-
-class InboxLine(_Model):
-    """The session's inbox count (SessionInfo.inbox): messages delivered to it as INFO
-    context, and those not yet taken."""
-
-    delivered: int = 0
-    pending: int = 0
-
-
-class StopInfo(_Model):
-    """Why the session ended: ``reason`` (``max_iterations``, ``max_runtime``,
-    ``max_cost``, ``no_progress``, ``completed``, ``aborted``...) and a readable detail."""
-
-    reason: str
-    detail: str = ""
-
-
-class RalphStatus(_Model):
-    """Everything ``interlock watch`` shows and ``ralph status --json`` prints."""
-
-    session_id: str
-    state: str  # the orchestrator's state path, e.g. "EXECUTING_BATCH"
-    status: str = "running"
-    iteration: int = 1
-    max_iterations: int | None = None
-    batch: int | None = None
-    batches: int | None = None
-    tasks: tuple[TaskLine, ...] = ()
-    agent: RunningAgent | None = None
-    signals: tuple[SignalLine, ...] = ()
-    spend: Spend = Field(default_factory=Spend)
-    elapsed: float | None = None  # seconds since the session started
-    stop: StopInfo | None = None
-    inbox: InboxLine | None = None  # None: no inbox message reached the session
-    paused_for: str | None = None  # why it pauses when an agent failed (the CLI's words)
-
-    @property
-    def finished(self) -> bool:
-        return self.status in FINISHED
 
 
 def _header(status: RalphStatus) -> Table:
