@@ -258,16 +258,16 @@ async def start(
     if demo and builtin is not None:
         context = {**builtin.demo_context, **(context or {})}
     port = SessionPort()
+    assembled = builtin is not None and builtin.open_host is not None and bindings is None
+    raw = None if assembled else _bindings_for(builtin, bindings, text, path, allow_unbound,
+                                               demo, session_id, base, on_note, port, store)
     with opened_store(store, base) as opened, translated():
-        assembled = builtin is not None and builtin.open_host is not None and bindings is None
-        if assembled:
+        if raw is None:
             assert builtin is not None and builtin.open_host is not None
             host = await builtin.open_host(_setup(session_id, base, demo, port, store), opened,
                                            context=context, stop=stop, on_step=on_step,
                                            on_note=on_note)
         else:
-            raw = _bindings_for(builtin, bindings, text, path, allow_unbound, demo, session_id,
-                                base, on_note, port, store)
             host = await SessionHost.open(
                 opened, text, path, session_id=session_id,
                 bindings=_in_session(raw, session_id, base), context=context,

@@ -155,6 +155,7 @@ class RalphRun(HostPlugin):
         self._looks: asyncio.Queue[None] | None = None  # a look is due (a step, a deadline)
         self._moved: asyncio.Event | None = None  # the orchestrator committed a step
         self._worker: asyncio.Task[None] | None = None
+        self._closing = False  # the run ended: the worker's last look is the stop's
         self._deadline: asyncio.TimerHandle | None = None
         self.feed: RalphFeed | None = None
 
@@ -246,8 +247,8 @@ class RalphRun(HostPlugin):
                                 stop_reason=None, stop=None, ended_at=None,
                                 max_iterations=self.config.max_iterations)
         self.note(f"ralph session {self.folder.id} [{ralph_state(host.runner.active)}]")
+        await self._look(host)  # the state it starts in (a pause to report, a limit)
         self._worker = asyncio.create_task(self._work())
-        self._look_soon()
         if self.config.max_runtime is not None:  # a look when the runtime runs out
             due = self.limits.started_at + self.config.max_runtime - time.time()
             self._deadline = asyncio.get_running_loop().call_later(
@@ -264,10 +265,10 @@ class RalphRun(HostPlugin):
         if self._deadline is not None:
             self._deadline.cancel()
         worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+        if worker is not None:  # the look under way finishes (its notes and metadata)
+            self._closing = True
+            self._look_soon()
+            await worker
         reviewing, self._reviewing = self._reviewing, None
         if reviewing is not None:
             reviewing.cancel()
@@ -284,11 +285,17 @@ class RalphRun(HostPlugin):
         """One look at a time, after the steps (and deadlines) that asked for one."""
         looks, host = self._looks, self._host
         assert looks is not None and host is not None
-        while True:
+        while not self._closing:
             await looks.get()
             while not looks.empty():  # the steps queued meanwhile: one look serves them
                 looks.get_nowait()
-            await self._look(host)
+            if not self._closing:
+                try:
+                    await self._look(host)
+                except Exception as exc:  # a look that fails ends the run, saying why
+                    self.note(f"{now_iso()} {type(exc).__name__}: {exc}")
+                    host.stop.set()
+                    return
 
     # -- one look -----------------------------------------------------------------------
 
