@@ -1,0 +1,72 @@
+"""Ralph sessions with instant agents (``cli: command``, a bash script answering at once),
+run back to back: the writes race each other hardest when the agents take no time.
+
+Every run must end ``completed`` (exit 0), and every artefact must be whole: each YAML
+file parses, progress.md lists every task done, each invocation record and task report is
+there and ends with a newline. Marked ``stress``: 3 sessions in ``make test``, 20 in
+.ci/run."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from support.proc_helpers import cli_argv
+from support.stress import scaled
+
+AGENT = """\
+cat > /dev/null
+case "$1" in
+  planner) printf 'tasks:\\n  - {id: T1, title: one}\\n  - {id: T2, title: two}\\n'
+           printf 'batches:\\n  - [T1, T2]\\n' ;;
+  executor) printf 'status: done\\nreport: done\\n' ;;
+  reviewer) echo "verdict: accept" ;;
+  *) echo "mode: stage" ;;
+esac
+"""
+ROLES = ("planner", "executor", "reviewer", "questioner", "librarian")
+RUNS = scaled(3, 20)
+
+
+def _project(root: Path) -> None:
+    (root / "agent.sh").write_text(AGENT)
+    (root / "interlock.yaml").write_text("agents:\n" + "".join(
+        f"  {role}: {{cli: command, command: [bash, {root / 'agent.sh'}, {role}]}}\n"
+        for role in ROLES))
+
+
+def _whole(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith("\n"), f"{path} is cut short"
+    if path.suffix == ".yaml":
+        assert isinstance(yaml.safe_load(text), dict), f"{path} does not parse"
+
+
+@pytest.mark.stress
+def test_instant_agents_run_sessions_to_the_end_with_every_artefact_whole(
+        tmp_path: Path) -> None:
+    _project(tmp_path)
+    for n in range(RUNS):
+        session = f"r{n}"
+        made = subprocess.run(cli_argv("ralph", "init", "--id", session, "--request",
+                                       "one; two"), cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+        done = subprocess.run(cli_argv("ralph", "run", session), cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"run {n}: {done.stderr}"
+        folder = tmp_path / ".ralph-sessions" / session
+        meta = yaml.safe_load((folder / "metadata.yaml").read_text())
+        assert meta["status"] == "completed", f"run {n}: {meta}"
+        files = [p for p in folder.rglob("*") if p.is_file() and "signals" not in p.parts]
+        for path in files:
+            if path.suffix in (".yaml", ".md"):
+                _whole(path)
+        iteration = folder / "iterations" / "1"
+        assert (iteration / "progress.md").read_text().count("[x]") == 2
+        assert sorted(p.name for p in (iteration / "tasks").iterdir()) == ["T1.md", "T2.md"]
+        records = sorted(p.name for p in (iteration / "invocations").iterdir())
+        assert records[0] == "001-planner.md" and len(records) == 5, records
