@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,8 @@ from interlock.runtime.inbox.base import InboxAdapter
 from interlock.runtime.inbox.config import PollerConfig, load_poller_config
 from interlock.runtime.inbox.model import InboxError, Message, MessageLease, Status
 from interlock.runtime.inbox.poller import InboxPoller
+from interlock.runtime.signals.mailbox import Mailbox
+from interlock.runtime.signals.model import Signal, make_signal
 from interlock.runtime.store import EventQueue, Store, open_store
 from interlock.runtime.store.base import QueuedEvent, StoreError
 
@@ -97,11 +101,28 @@ class InboxCount:
         return {"delivered": self.delivered, "pending": self.pending}
 
 
+INBOX_SIGNAL_TAG = "inbox"  # how the id of a signal made from an inbox message ends
+
+
+def inbox_signal(message: Message) -> Signal:
+    """The INFO signal a message becomes when it is posted into a session's mailbox (a
+    Ralph session's): stamped with the message's creation time, its id ending in
+    ``inbox`` and a digest of the message id, so a message posted twice (a redelivery
+    after a crash) is one signal, taken once."""
+    digest = hashlib.sha256(message.id.encode("utf-8")).hexdigest()[:27]
+    created = datetime.fromtimestamp(message.created_at or 0.0, UTC)
+    return make_signal("INFO", message=info_text(message), now=created,
+                       random_part=f"{INBOX_SIGNAL_TAG}{digest}")
+
+
 def _is_delivery(event: str | None, data: Mapping[str, Any] | None) -> bool:
     if event == INBOX_EVENT:
         return True
-    return event == INFO_EVENT and isinstance(data, Mapping) and str(
-        data.get("signal_id", "")).startswith("inbox-")
+    if event != INFO_EVENT or not isinstance(data, Mapping):
+        return False
+    signal_id = str(data.get("signal_id", ""))
+    return signal_id.startswith("inbox-") or signal_id.rsplit("-", 1)[-1].startswith(
+        INBOX_SIGNAL_TAG)
 
 
 def may_take_inbox(spec_text: str) -> bool:
@@ -148,17 +169,22 @@ class SessionInbox(HostPlugin):
 
     ``store`` must be a store connection of its own (the poller works in worker
     threads); it is closed by :meth:`stop`, like the adapter. ``is_idle`` replaces the
-    default gate (a Ralph runner: no subagent in flight).
+    default gate (a Ralph runner: no subagent in flight). With ``mailbox`` (a Ralph
+    session's), each message is posted there as an INFO signal (:func:`inbox_signal`)
+    and marked done: the mailbox keeps it until a checkpoint takes it, so the gate need
+    not wait for one.
     """
 
     def __init__(self, runner: Runner, store: EventQueue, config: PollerConfig, *,
                  root: Path | None = None, adapter: InboxAdapter | None = None,
                  shape: Shape = message_event, is_idle: Callable[[], bool] | None = None,
-                 on_note: NoteCallback | None = None, **options: Any) -> None:
+                 on_note: NoteCallback | None = None, mailbox: Mailbox | None = None,
+                 **options: Any) -> None:
         self.runner = runner
         self.store = store
         self.shape = shape
-        self.event = shape(_PROBE, _PROBE_LEASE)[0]
+        self.mailbox = mailbox
+        self.event = INFO_EVENT if mailbox is not None else shape(_PROBE, _PROBE_LEASE)[0]
         self.delivered = 0  # offered by this poller (not counting repeats)
         self.note = on_note
         self._gate = is_idle
@@ -174,7 +200,7 @@ class SessionInbox(HostPlugin):
     def is_idle(self) -> bool:
         """No invocation in flight, and the session takes the delivery event now."""
         gate = self._gate or (lambda: invocations_in_flight(self.runner) == 0)
-        return gate() and self.runner.accepts(self.event)
+        return gate() and (self.mailbox is not None or self.runner.accepts(self.event))
 
     def _key(self, message: Message) -> str:
         return f"{KEY_PREFIX}{message.id}"
@@ -186,6 +212,9 @@ class SessionInbox(HostPlugin):
         lease = self.poller.leases.pop(message.id)[1]  # the session holds it from now on
         message = replace(message, status=Status.IN_PROGRESS, lease_until=lease.lease_until,
                           owner=self.poller.owner)  # as the claim left it
+        if self.mailbox is not None:
+            self._post(self.mailbox, message, lease)
+            return
         event, data = self.shape(message, lease)
         try:
             item = self.store.offer(self.runner.session_id, event, data, time.time(),
@@ -200,6 +229,24 @@ class SessionInbox(HostPlugin):
             if self.note is not None:
                 self.note(f"inbox: {message.type} from {message.sender} ({message.id}) -> "
                           f"{event}")
+
+    def _post(self, mailbox: Mailbox, message: Message, lease: MessageLease) -> None:
+        """Post the message into the mailbox as INFO (once: the same message makes the same
+        signal), then mark it done; a failure leaves it to come back after its lease."""
+        signal = inbox_signal(message)
+        try:
+            if not any((folder / signal.file_name).exists()
+                       for folder in (mailbox.inputs, mailbox.processed)):
+                mailbox.post(signal)
+            self.poller.adapter.update_status(message.id, Status.DONE, lease.token,
+                                              reason=f"posted as signal {signal.id}")
+        except (OSError, InboxError) as exc:
+            LOG.warning("inbox: could not post %s to %s: %s", message.id, mailbox.inputs, exc)
+            return
+        self.delivered += 1
+        if self.note is not None:
+            self.note(f"inbox: {message.type} from {message.sender} ({message.id}) -> "
+                      f"INFO in {mailbox.inputs}")
 
     async def start(self, host: SessionHost | None = None) -> None:
         """Run the poller on the running event loop until :meth:`stop`."""
@@ -227,7 +274,8 @@ _PROBE_LEASE = MessageLease("probe", 0.0)
 
 
 def attach_inbox(runner: Runner, store: str | None, root: Path,
-                 on_note: NoteCallback | None = None) -> SessionInbox | None:
+                 on_note: NoteCallback | None = None, *,
+                 mailbox: Mailbox | None = None) -> SessionInbox | None:
     """The session's inbox poller when ``root``'s interlock.yaml has ``inbox:`` (None
     otherwise: opt-in). SpecError for a bad section (the runner is closed first); an
     inbox that cannot be opened is noted and the session runs without it."""
@@ -240,7 +288,8 @@ def attach_inbox(runner: Runner, store: str | None, root: Path,
         return None
     queue = open_store(store, root)  # a connection of its own
     try:
-        inbox = SessionInbox(runner, queue, config, root=root, on_note=on_note)
+        inbox = SessionInbox(runner, queue, config, root=root, on_note=on_note,
+                             mailbox=mailbox)
     except InboxError as exc:
         queue.close()
         if on_note is not None:

@@ -14,7 +14,8 @@ opens it and is its plugin, giving that composition its outside world:
   cassette's recorder or player with ``--record``/``--replay``) and the machine resolver
   that binds ``ralph_subagent`` to this session folder;
 - the mailbox (:class:`~interlock.runtime.ralph.feed.RalphFeed`): Poll-Signals for the
-  orchestrator and the subagent running under it;
+  orchestrator and the subagent running under it; with ``inbox:`` in interlock.yaml, the
+  inbox poller posts each message into it as INFO, while no subagent runs;
 - the limits (iterations, runtime, cost, no progress), checked after every step of the
   orchestrator and at the runtime's deadline: the session stops, resumable, with the stop
   reason in ``metadata.yaml``;
@@ -48,6 +49,7 @@ from interlock.runtime.engine.invoke_machine import (
 from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.engine.session import Step
 from interlock.runtime.host.owners import default_owner
+from interlock.runtime.inbox.session import attach_inbox
 from interlock.runtime.ralph.bindings import make_bindings, to_correct
 from interlock.runtime.ralph.config import RalphConfig
 from interlock.runtime.ralph.feed import RalphFeed
@@ -197,11 +199,14 @@ class RalphRun(HostPlugin):
                          **(context or {})},
                 agents=agents,
                 machines=subagent_machines(self.root, self.config, attach, staged=store))
+            # the inbox (interlock.yaml's inbox:) posts its messages into the mailbox as INFO
+            inbox = attach_inbox(host.runner, self.store_url, self.root, self.note,
+                                 mailbox=feed.mailbox)
         except BaseException:
             feed.store.close()
             raise
         self.feed = feed
-        return host.add(self, feed)
+        return host.add(self, feed, inbox)
 
     async def run(self, stop: asyncio.Event | None = None) -> RalphResult:
         """Open the session's host and run it to its end (see :class:`RalphResult`)."""

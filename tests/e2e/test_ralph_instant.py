@@ -8,7 +8,9 @@ there and ends with a newline. Marked ``stress``: 3 sessions in ``make test``, 2
 
 from __future__ import annotations
 
+import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,46 @@ def test_instant_agents_run_sessions_to_the_end_with_every_artefact_whole(
         assert sorted(p.name for p in (iteration / "tasks").iterdir()) == ["T1.md", "T2.md"]
         records = sorted(p.name for p in (iteration / "invocations").iterdir())
         assert records[0] == "001-planner.md" and len(records) == 5, records
+
+
+def test_inbox_messages_reach_a_ralph_session_as_info_through_its_mailbox(
+        tmp_path: Path) -> None:
+    """With ``inbox:`` in interlock.yaml, ``ralph run`` polls the inbox while no subagent
+    runs and posts each message into the session's mailbox as INFO: a session held in
+    PAUSED takes it there, the message is marked done, the next prompt carries it, and
+    ``ralph status`` counts it."""
+    _project(tmp_path)
+    with (tmp_path / "interlock.yaml").open("a") as project:
+        project.write("inbox:\n  store: inbox.db\n  interval: 100ms\n")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(cli_argv(*args), cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+
+    assert run("ralph", "init", "--id", "s", "--request", "one; two").returncode == 0
+    posted = run("inbox", "post", "--store", "inbox.db", "--type", "note", "--from", "alice",
+                 "the API moved to v2")
+    assert posted.returncode == 0, posted.stderr
+    assert run("signal", "s", "PAUSE", "hold on").returncode == 0  # held in PAUSED at once
+    proc = subprocess.Popen(cli_argv("ralph", "run", "s"), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        folder = tmp_path / ".ralph-sessions" / "s"
+        deadline = time.monotonic() + 60
+        while not any((folder / "signals" / "processed").glob("*inbox*.yaml")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        assert run("ralph", "resume", "s").returncode == 0
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "inbox: note from alice" in err
+    listed = json.loads(run("inbox", "list", "--json", "--store", "inbox.db").stdout)
+    assert [m["status"] for m in listed] == ["done"]
+    prompt = (folder / "iterations/1/invocations/001-planner.md").read_text()
+    assert "[inbox note from alice] the API moved to v2" in prompt
+    status = json.loads(run("ralph", "status", "s", "--json").stdout)
+    assert status["inbox"] == {"delivered": 1, "pending": 0}
