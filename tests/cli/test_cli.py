@@ -144,10 +144,17 @@ def test_folders_are_searched_without_hidden_and_vendored_dirs(cli: Cli, tmp_pat
     assert "checked 1 spec:" in result.stderr
 
 
-def test_readme_validate_example_is_current(cli: Cli) -> None:
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split("$ cd docs/examples && interlock validate broken_door.yaml\n", 1)[1]
-    expected = block.split("```", 1)[0].splitlines()
+VALIDATE_EXAMPLE = "$ cd docs/examples && interlock validate broken_door.yaml\n"
+
+
+def test_validate_example_is_current(cli: Cli) -> None:
+    """The `validate` example of docs/cli.md, and of the README where it shows it too."""
+    pages = [page for page in (ROOT / "docs" / "cli.md", ROOT / "README.md")
+             if VALIDATE_EXAMPLE in page.read_text()]
+    assert pages and pages[0].name == "cli.md", "docs/cli.md lost its validate example"
     result = cli("validate", "broken_door.yaml", cwd=ROOT / "docs" / "examples")
     assert result.returncode == 1
-    assert result.stdout.splitlines() + result.stderr.splitlines() == expected
+    for page in pages:
+        block = page.read_text().split(VALIDATE_EXAMPLE, 1)[1]
+        expected = block.split("```", 1)[0].splitlines()
+        assert result.stdout.splitlines() + result.stderr.splitlines() == expected, page
