@@ -56,8 +56,14 @@ queueing, which the baseline row does not). The machine may be running other wor
 (the load average is printed). Temporary folders are removed; the run checks that no
 thread or writer process is left behind.
 
+Then, unless ``--live-seconds 0``, the live-session rows of ``bench/live_sessions.py``:
+an idle ``interlock run`` session and a PAUSED ``interlock ralph run``, each a real
+runner process: their CPU over ``--live-seconds`` (60) of quiet (target <= 0.2 % of a
+core), and signal -> journaled step latency (target p99 <= 50 ms), against the 1 s poll.
+
 Run: ``python bench/signal_latency.py [--signals 1000] [--row-seconds 18]`` (about a
-minute). Exit status 0 unless the bench itself fails; a missed target is printed as FAIL.
+minute, and 2.5 more for the live-session rows). Exit status 0 unless the bench itself
+fails; a missed target is printed as FAIL.
 """
 
 from __future__ import annotations
@@ -438,6 +444,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=4, help="random seed")
     parser.add_argument("--move-delay", type=float, default=None,
                         help="what-if: watchdog's move-pairing delay (s) for this run")
+    parser.add_argument("--live-seconds", type=float, default=60.0,
+                        help="idle period of the live-session rows (bench/live_sessions.py); "
+                        "0 skips them")
     args = parser.parse_args(argv)
     if min(args.signals, args.baseline_signals, args.sessions) < 1:
         parser.error("counts must be at least 1")
@@ -518,6 +527,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAIL: threads left running: {', '.join(sorted(t.name for t in left))}")
         failed = True
     print("\nall targets met" if not failed else "\nFAIL: see above")
+    if args.live_seconds > 0:  # the same path through live runners, and their idle CPU
+        print()
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import live_sessions
+
+        live_sessions.main(["--idle-seconds", f"{args.live_seconds:g}"])
     return 0
 
 
