@@ -182,10 +182,10 @@ async def follow_journal(store: Store, session_id: str, *, poll: float = 0.2
     with StoreChanges(store, poll=poll) as changes:
         while True:
             changes.clear()
+            row = await asyncio.to_thread(store.get, session_id)  # before the journal:
             for entry in await asyncio.to_thread(store.journal, session_id, seen):
-                seen = max(seen, entry.seq)
+                seen = max(seen, entry.seq)  # an end read here has its last steps read next
                 yield entry
-            row = await asyncio.to_thread(store.get, session_id)
             if row.status in ("finished", "failed", "cancelled"):
                 return
             await asyncio.to_thread(changes.wait, 1.0)
