@@ -530,8 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.live_seconds > 0:  # the same path through live runners, and their idle CPU
         print()
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import live_sessions
-
+        live_sessions = importlib.import_module("live_sessions")
         live_sessions.main(["--idle-seconds", f"{args.live_seconds:g}"])
     return 0
 

@@ -223,6 +223,63 @@ class _Converter:
             yield value
 
 
+class _TooDeep(Exception):
+    """Deeper than MAX_DEPTH: the converter reports it (Y008)."""
+
+
+def _children(node: Node) -> list[Node]:
+    """The nodes the converter converts under ``node``, in its order (values of scalar
+    keys, the first of a duplicated key only; then the merged mappings)."""
+    if isinstance(node, ScalarNode) or node.tag not in _PLAIN_TAGS:
+        return []
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    values: list[Node] = []
+    merged: list[Node] = []
+    seen: set[str] = set()
+    for key_node, value_node in node.value:
+        if key_node.tag == _MERGE_TAG:
+            merged += value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+        elif isinstance(key_node, ScalarNode) and key_node.value not in seen:
+            seen.add(key_node.value)
+            values.append(value_node)
+    return values + merged
+
+
+def _refuse_bombs(root: Node, file: str) -> None:
+    """Y009 before converting anything when the document expands to more than MAX_NODES
+    nodes: an alias names one node, so sizes are counted once per node (not once per
+    use), and the error points where the converter would have stopped."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Node, depth: int) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        if depth > MAX_DEPTH:
+            raise _TooDeep
+        total = 1 + sum(size(child, depth + 1) for child in _children(node))
+        sizes[id(node)] = total = min(total, MAX_NODES + 1)
+        return total
+
+    try:
+        if size(root, 0) <= MAX_NODES:
+            return
+    except (_TooDeep, RecursionError):
+        return  # the converter says where it is too deep
+    node, count = root, 0
+    while count < MAX_NODES:  # down to the node the converter's count passes MAX_NODES at
+        count += 1
+        for child in _children(node):
+            if count + sizes[id(child)] <= MAX_NODES:
+                count += sizes[id(child)]
+                continue
+            node = child
+            break
+    raise SpecError([error("Y009", f"the document expands to more than {MAX_NODES} nodes "
+                           "(an alias bomb?)", _mark(file, node.start_mark))])
+
+
 def _decode(raw: bytes, file: str) -> str:
     if len(raw) > MAX_BYTES:
         raise SpecError(
@@ -304,6 +361,7 @@ def parse_yaml(raw: bytes | str, file: str) -> Document:
             ]
         )
     root = nodes[0]
+    _refuse_bombs(root, file)
     converter = _Converter(file)
     try:
         data = converter.convert(root, (), 0)
