@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from interlock.runtime.agents.config import AgentConfig
+    from interlock.runtime.config.agents import AgentConfig
 
 AgentCli = Literal["claude", "codex", "opencode", "gemini", "command", "demo"]
 AGENT_CLIS: tuple[str, ...] = ("claude", "codex", "opencode", "gemini", "command", "demo")

@@ -35,7 +35,6 @@ from interlock.runtime.agents.base import (
     Permissions,
     Usage,
 )
-from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import (
     add,
     amount,
@@ -44,6 +43,7 @@ from interlock.runtime.agents.events import (
     mapping,
     status_reason,
 )
+from interlock.runtime.config.agents import AgentConfig
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--permission-mode", "default"),

@@ -64,8 +64,8 @@ from interlock.runtime.agents.base import (
     Permissions,
     Usage,
 )
-from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import add, count, json_events, mapping, status_reason
+from interlock.runtime.config.agents import AgentConfig
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--sandbox", "read-only"), "edit": ("--sandbox", "workspace-write"),

@@ -9,7 +9,7 @@ before the program exits.
 from __future__ import annotations
 
 from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.config.agents import AgentConfig
 
 
 class CommandAdapter:

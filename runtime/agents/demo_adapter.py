@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.config.agents import AgentConfig
 
 ENTRY_MODULE = "interlock.runtime.agents.role_agent"
 

@@ -55,7 +55,6 @@ from interlock.runtime.agents.base import (
     Permissions,
     Usage,
 )
-from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import (
     add,
     count,
@@ -64,6 +63,7 @@ from interlock.runtime.agents.events import (
     mapping,
     status_reason,
 )
+from interlock.runtime.config.agents import AgentConfig
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--approval-mode", "default"), "edit": ("--approval-mode", "auto_edit"),

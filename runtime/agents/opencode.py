@@ -60,7 +60,6 @@ from interlock.runtime.agents.base import (
     Permissions,
     Usage,
 )
-from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.events import (
     add,
     amount,
@@ -69,6 +68,7 @@ from interlock.runtime.agents.events import (
     mapping,
     status_reason,
 )
+from interlock.runtime.config.agents import AgentConfig
 
 _READ_ONLY: dict[str, Any] = {
     "*": "ask",

@@ -23,6 +23,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 if TYPE_CHECKING:
+    from interlock.runtime.config.inbox import InboxConfigError as InboxConfigError
     from interlock.runtime.inbox.api import list_messages as list_messages
     from interlock.runtime.inbox.api import mark_message as mark_message
     from interlock.runtime.inbox.api import poll_settings as poll_settings
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from interlock.runtime.inbox.api import serve_inbox as serve_inbox
     from interlock.runtime.inbox.api import set_enabled as set_enabled
     from interlock.runtime.inbox.api import set_interval as set_interval
-    from interlock.runtime.inbox.config import InboxConfigError as InboxConfigError
     from interlock.runtime.inbox.connection import connect as connect_inbox
 
 __all__ = ["BadRequest", "InboxConfigError", "InboxError", "InboxMessage", "MessageStatus",

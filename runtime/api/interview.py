@@ -57,7 +57,7 @@ def terminal_ui() -> FrontEnd:
 def _poller(agent: str | None, base: Path) -> str | None:
     """``agent`` if interlock.yaml (or the demo roles) has it; UsageError otherwise. The
     agent itself is resolved again at each of its calls (the spec's invoke)."""
-    from interlock.runtime.agents.config import AgentConfigError
+    from interlock.runtime.config.agents import AgentConfigError
 
     try:
         choose_agent(agent, base)

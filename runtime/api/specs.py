@@ -78,7 +78,7 @@ def known_agents(root: Path) -> set[str]:
     """The agent names a spec may invoke here: those of ``ROOT/interlock.yaml``'s
     ``agents:``, or without any, the offline demo roles, which need no configuration
     (SpecError with located diagnostics when that section is wrong)."""
-    from interlock.runtime.agents.config import default_agents, load_agents
+    from interlock.runtime.config.agents import default_agents, load_agents
 
     return set(load_agents(root / "interlock.yaml")) or set(default_agents())
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from interlock.machines.bindings import Binding, Bindings, Call
 from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver, SessionPort
-from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
+from interlock.runtime.config.dispatch import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.dispatch.polling import Dispatch, new_dispatch_id
 from interlock.runtime.dispatch.process import SpawnOptions
 from interlock.runtime.dispatch.types import AgentCommand

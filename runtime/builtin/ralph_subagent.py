@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from interlock.machines.bindings import Bindings
 from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
-from interlock.runtime.ralph.config import load_ralph_config
+from interlock.runtime.config.ralph import load_ralph_config
 from interlock.runtime.ralph.folder import RalphFolder, Task
 from interlock.runtime.ralph.subagent import subagent_bindings
 

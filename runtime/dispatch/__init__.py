@@ -11,7 +11,7 @@ The room, by concern:
   :class:`DispatchResult`;
 * :mod:`~interlock.runtime.dispatch.types`: :class:`AgentCommand` and :class:`AgentRegistry`,
   what the loop's users share with it;
-* :mod:`~interlock.runtime.dispatch.config`, :mod:`~interlock.runtime.dispatch.process`,
+* :mod:`~interlock.runtime.config.dispatch`, :mod:`~interlock.runtime.dispatch.process`,
   :mod:`~interlock.runtime.dispatch.output`: settings, the child process, its output.
 
 Every public name is importable from here (``from interlock.runtime.dispatch import
@@ -26,7 +26,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from interlock.runtime.dispatch.config import (
+    from interlock.runtime.config.dispatch import (
         CompletionMarkerConfig,
         ConfigError,
         PollingConfiguration,

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines.ir import InvokeIR, MachineIR, OnResume
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.invoke_agents import AgentHandler, AgentResolver
 from interlock.runtime.engine.invoke_command import CommandHandler

@@ -8,12 +8,12 @@ CLI conversation when the invoke says ``continue:``. The process is spooled and 
 like a command's (:class:`~interlock.runtime.engine.invoke_process.ProcessHandler`).
 
 The project's resolver (:func:`agent_resolver`): ``agent: NAME`` names an agent of
-``interlock.yaml``'s ``agents:`` (runtime/agents/config.py); without an ``agents:``
+``interlock.yaml``'s ``agents:`` (runtime/config/agents.py); without an ``agents:``
 section (or without the file), the built-in demo role of that name (``executor``,
 ``reviewer``, ...) runs offline. The agent's adapter builds the launch and reads its
 output; its ``timeout`` and ``outputFormat`` go into the dispatch settings. A tool call
 the CLI refused fails the call (``permission_denied``) when the agent is there to change
-files (:func:`~interlock.runtime.agents.config.must_edit`).
+files (:func:`~interlock.runtime.config.agents.must_edit`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from typing import Any
 from interlock.machines.ir import InvokeIR
 from interlock.runtime.agents.adapters import adapter_for, launch_command, polling_for
 from interlock.runtime.agents.base import AgentLaunch, AgentOutput
-from interlock.runtime.agents.config import load_agents, must_edit, resolve_agent
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.agents import load_agents, must_edit, resolve_agent
+from interlock.runtime.config.dispatch import PollingConfiguration
+from interlock.runtime.config.project_file import PROJECT_FILE
 from interlock.runtime.engine.invoke_handler import InvokeError, InvokeHost, templated
 from interlock.runtime.engine.invoke_process import (
     ProcessCommand,
@@ -36,7 +37,6 @@ from interlock.runtime.engine.invoke_process import (
     Reader,
     Spool,
 )
-from interlock.runtime.host.project_file import PROJECT_FILE
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from interlock.machines.durations import parse_duration
 from interlock.machines.ir import InvokeIR
 from interlock.runtime.agents.base import FAILURE_REASONS, Usage
 from interlock.runtime.agents.prompts import PromptError, render_input
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.store.base import InvocationRecord, Store
 

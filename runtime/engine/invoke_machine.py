@@ -53,7 +53,7 @@ from interlock.runtime.engine.invoke_handler import (
 from interlock.runtime.store.base import InvocationRecord, SessionNotFound, Store
 
 if TYPE_CHECKING:
-    from interlock.runtime.dispatch.config import PollingConfiguration
+    from interlock.runtime.config.dispatch import PollingConfiguration
     from interlock.runtime.engine.invoke_agents import AgentResolver
     from interlock.runtime.engine.runner import Runner
 

@@ -34,7 +34,7 @@ from typing import Any
 from interlock.machines.ir import InvokeIR
 from interlock.runtime.agents.base import AgentOutput, Usage
 from interlock.runtime.agents.prompts import PromptError, render_prompt
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.dispatch.output import Stream
 from interlock.runtime.dispatch.polling import Dispatch
 from interlock.runtime.dispatch.process import (

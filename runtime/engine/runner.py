@@ -42,7 +42,7 @@ from interlock.machines import SpecError, compile, ir_of
 from interlock.machines.backends.base import CompiledMachine
 from interlock.machines.bindings import Bindings
 from interlock.machines.ir import INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.engine.async_bindings import LoopRef, bridge
 from interlock.runtime.engine.children import stop_descendants
 from interlock.runtime.engine.clock import Clock, SystemClock

@@ -20,9 +20,9 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
 })
 
 if TYPE_CHECKING:
+    from interlock.runtime.config.inbox import InboxConfigError as InboxConfigError
+    from interlock.runtime.config.inbox import PollerConfig as PollerConfig
     from interlock.runtime.inbox.base import InboxAdapter as InboxAdapter
-    from interlock.runtime.inbox.config import InboxConfigError as InboxConfigError
-    from interlock.runtime.inbox.config import PollerConfig as PollerConfig
     from interlock.runtime.inbox.connection import connect as connect
     from interlock.runtime.inbox.model import BadRequest as BadRequest
     from interlock.runtime.inbox.model import Claim as Claim

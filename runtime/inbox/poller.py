@@ -37,11 +37,11 @@ from typing import Any
 from interlock.machines import Call, compile, load
 from interlock.machines.backends.base import CompiledMachine
 from interlock.runtime.builtin.specs import resolve_spec
+from interlock.runtime.config.inbox import PollerConfig
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.session import Session
 from interlock.runtime.host.owners import default_owner
 from interlock.runtime.inbox.base import InboxAdapter
-from interlock.runtime.inbox.config import PollerConfig
 from interlock.runtime.inbox.model import (
     InboxError,
     Message,

@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines.diagnostics import SpecError
+from interlock.runtime.config.inbox import PollerConfig, load_poller_config
 from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.inbox.base import InboxAdapter
-from interlock.runtime.inbox.config import PollerConfig, load_poller_config
 from interlock.runtime.inbox.model import InboxError, Message, MessageLease, Status
 from interlock.runtime.inbox.poller import InboxPoller
 from interlock.runtime.store import EventQueue, Store, open_store

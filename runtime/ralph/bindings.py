@@ -15,7 +15,7 @@ from typing import Any
 
 from interlock.machines.bindings import Bindings, Call
 from interlock.runtime.agents.base import MUST_FIX_REASONS
-from interlock.runtime.ralph.config import IDENTITIES
+from interlock.runtime.config.ralph import IDENTITIES
 from interlock.runtime.ralph.folder import RalphFolder, Task, now_iso, write_text
 from interlock.runtime.ralph.state import (
     Brief,

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from interlock.runtime.builtin.specs import builtin_spec_dir
+from interlock.runtime.config.ralph import RalphConfig
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.invoke import AgentResolver
@@ -49,7 +50,6 @@ from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.engine.session import Step
 from interlock.runtime.host.owners import default_owner
 from interlock.runtime.ralph.bindings import make_bindings, to_correct
-from interlock.runtime.ralph.config import RalphConfig
 from interlock.runtime.ralph.feed import RalphFeed
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
 from interlock.runtime.ralph.limits import (

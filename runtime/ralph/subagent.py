@@ -29,8 +29,8 @@ from interlock.machines.durations import format_duration
 from interlock.runtime.agents.base import TRANSIENT_REASONS
 from interlock.runtime.agents.prompts import render_prompt
 from interlock.runtime.agents.ralph_protocol import classify_steer
+from interlock.runtime.config.ralph import RalphConfig
 from interlock.runtime.interview.staged import staged_prompt, task_node
-from interlock.runtime.ralph.config import RalphConfig
 from interlock.runtime.ralph.folder import RalphFolder, Task, write_text
 from interlock.runtime.ralph.gates import GateReport, gate_decision
 from interlock.runtime.ralph.limits import backoff_delay, is_transient

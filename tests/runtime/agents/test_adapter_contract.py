@@ -33,7 +33,7 @@ from interlock.runtime.agents.adapters import (
     read_result,
 )
 from interlock.runtime.agents.base import AGENT_CLIS, Usage
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.config.agents import AgentConfig
 from interlock.runtime.dispatch import DispatchResult, dispatch
 
 from support.paths import TESTS

@@ -8,7 +8,7 @@ import pytest
 
 from interlock.runtime.agents.base import AgentOutput
 from interlock.runtime.agents.codex import RUST_LOG, CodexAdapter
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.config.agents import AgentConfig
 
 from support.paths import TESTS
 

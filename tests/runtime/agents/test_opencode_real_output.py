@@ -9,8 +9,8 @@ import json
 import pytest
 
 from interlock.runtime.agents.base import AgentOutput
-from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.opencode import OpencodeAdapter
+from interlock.runtime.config.agents import AgentConfig
 
 from support.paths import TESTS
 

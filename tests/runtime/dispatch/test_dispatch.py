@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from interlock.runtime.config.dispatch import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.dispatch import AgentCommand, Dispatch, dispatch_all
-from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.dispatch.output import OutputChunk
 from interlock.runtime.dispatch.process import SpawnOptions, group_members
 

@@ -11,7 +11,7 @@ import pytest
 
 from interlock.machines import Call
 from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.engine.invoke_agents import ResolvedAgent
 from interlock.runtime.engine.runner import Runner

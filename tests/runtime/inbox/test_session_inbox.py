@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from interlock.machines.bindings import Call
+from interlock.runtime.config.inbox import PollerConfig
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.engine.runner import Runner
-from interlock.runtime.inbox.config import PollerConfig
 from interlock.runtime.inbox.model import Message, MessageLease, Status
 from interlock.runtime.inbox.session import (
     InboxCount,

@@ -35,8 +35,8 @@ from interlock.machines.settings import Duration, Rule, Section, section_diagnos
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap
 from interlock.runtime.agents.base import AgentCli, AgentLaunch, Permissions
-from interlock.runtime.agents.role_names import EDITING_ROLES, ROLES, Role
-from interlock.runtime.host.project_file import project_section, read_project_file
+from interlock.runtime.config.project_file import project_section, read_project_file
+from interlock.runtime.config.role_names import EDITING_ROLES, ROLES, Role
 
 SECTION = "agents"
 # Agent names a built-in spec invokes that stand for a demo role offline: the poller of

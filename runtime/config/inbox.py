@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from interlock.machines.diagnostics import SpecError, error
 from interlock.machines.settings import Duration, Section, section_diagnostics
 from interlock.machines.yamlsrc import SourceMap
-from interlock.runtime.host.project_file import project_section, read_project_file
+from interlock.runtime.config.project_file import project_section, read_project_file
 from interlock.runtime.inbox.model import InboxError
 
 SECTION = "inbox"
@@ -200,7 +200,7 @@ def load_poller_config(path: Path | None = None, *, start: Path | None = None
                        ) -> PollerConfig | None:
     """The ``inbox:`` section of the project file (found from ``start`` when no ``path``);
     None when there is no file or no section."""
-    from interlock.runtime.dispatch.config import find_project_config
+    from interlock.runtime.config.dispatch import find_project_config
 
     if path is None:
         path = find_project_config(start)
