@@ -13,20 +13,10 @@ name, with seed 001's SubAgentCommand fields (``cli``, ``model``, ``agent``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
-if TYPE_CHECKING:
-    from interlock.runtime.config.agents import AgentConfig
-
-AgentCli = Literal["claude", "codex", "opencode", "gemini", "command", "demo"]
-AGENT_CLIS: tuple[str, ...] = ("claude", "codex", "opencode", "gemini", "command", "demo")
-
-# What an agent may do in its working folder (``permissions:`` of an agent): read only,
-# edit files there, or run commands too. Each adapter maps it to its CLI's own flags.
-Permissions = Literal["read-only", "edit", "full"]
-PERMISSIONS: tuple[str, ...] = ("read-only", "edit", "full")
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch
 
 # Why a CLI's call failed, where its own output says (AgentOutput.reason): the first four
 # are the user's to fix (never retried), the last two pass (retried with backoff).
@@ -49,17 +39,6 @@ class Usage:
     def to_json(self) -> dict[str, Any]:
         return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
                 "costUsd": self.cost_usd}
-
-
-@dataclass(frozen=True, slots=True)
-class AgentLaunch:
-    """How to start the agent: an argv (never a shell line), the text for its stdin (then
-    closed; None: /dev/null), extra environment, and a working folder (None: inherited)."""
-
-    argv: tuple[str, ...]
-    stdin: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,14 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from interlock.runtime.agents.base import (
-    AgentLaunch,
-    AgentOutput,
-    Completion,
-    FailureReason,
-    Permissions,
-    Usage,
-)
+from interlock.runtime.agents.base import AgentOutput, Completion, FailureReason, Usage
 from interlock.runtime.agents.events import (
     add,
     amount,
@@ -43,7 +36,7 @@ from interlock.runtime.agents.events import (
     mapping,
     status_reason,
 )
-from interlock.runtime.config.agents import AgentConfig
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch, Permissions
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--permission-mode", "default"),

@@ -8,8 +8,8 @@ before the program exits.
 
 from __future__ import annotations
 
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion
-from interlock.runtime.config.agents import AgentConfig
+from interlock.runtime.agents.base import AgentOutput, Completion
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch
 
 
 class CommandAdapter:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion
-from interlock.runtime.config.agents import AgentConfig
+from interlock.runtime.agents.base import AgentOutput, Completion
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch
 
 ENTRY_MODULE = "interlock.runtime.agents.role_agent"
 

@@ -47,14 +47,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from interlock.runtime.agents.base import (
-    AgentLaunch,
-    AgentOutput,
-    Completion,
-    FailureReason,
-    Permissions,
-    Usage,
-)
+from interlock.runtime.agents.base import AgentOutput, Completion, FailureReason, Usage
 from interlock.runtime.agents.events import (
     add,
     count,
@@ -63,7 +56,7 @@ from interlock.runtime.agents.events import (
     mapping,
     status_reason,
 )
-from interlock.runtime.config.agents import AgentConfig
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch, Permissions
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--approval-mode", "default"), "edit": ("--approval-mode", "auto_edit"),

@@ -52,14 +52,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from interlock.runtime.agents.base import (
-    AgentLaunch,
-    AgentOutput,
-    Completion,
-    FailureReason,
-    Permissions,
-    Usage,
-)
+from interlock.runtime.agents.base import AgentOutput, Completion, FailureReason, Usage
 from interlock.runtime.agents.events import (
     add,
     amount,
@@ -68,7 +61,7 @@ from interlock.runtime.agents.events import (
     mapping,
     status_reason,
 )
-from interlock.runtime.config.agents import AgentConfig
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch, Permissions
 
 _READ_ONLY: dict[str, Any] = {
     "*": "ask",

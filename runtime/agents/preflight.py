@@ -37,8 +37,7 @@ import yaml
 
 from interlock.machines.diagnostics import did_you_mean
 from interlock.runtime.agents import claude, codex, gemini, opencode
-from interlock.runtime.agents.base import Permissions
-from interlock.runtime.config.agents import AgentConfig, load_agents, resolve_agent
+from interlock.runtime.config.agents import AgentConfig, Permissions, load_agents, resolve_agent
 from interlock.runtime.config.project_file import PROJECT_FILE
 from interlock.runtime.config.role_names import ROLES
 

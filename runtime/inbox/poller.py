@@ -37,18 +37,12 @@ from typing import Any
 from interlock.machines import Call, compile, load
 from interlock.machines.backends.base import CompiledMachine
 from interlock.runtime.builtin.specs import resolve_spec
-from interlock.runtime.config.inbox import PollerConfig
+from interlock.runtime.config.inbox import InboxError, PollerConfig
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.session import Session
 from interlock.runtime.host.owners import default_owner
 from interlock.runtime.inbox.base import InboxAdapter
-from interlock.runtime.inbox.model import (
-    InboxError,
-    Message,
-    MessageLease,
-    Status,
-    UnknownMessage,
-)
+from interlock.runtime.inbox.model import Message, MessageLease, Status, UnknownMessage
 
 LOG = logging.getLogger("interlock.inbox")
 MIN_DELAY = 0.001  # a jittered delay never rounds down to a busy loop

@@ -32,8 +32,8 @@ from interlock.runtime.agents.adapters import (
     polling_for,
     read_result,
 )
-from interlock.runtime.agents.base import AGENT_CLIS, Usage
-from interlock.runtime.config.agents import AgentConfig
+from interlock.runtime.agents.base import Usage
+from interlock.runtime.config.agents import AGENT_CLIS, AgentConfig
 from interlock.runtime.dispatch import DispatchResult, dispatch
 
 from support.paths import TESTS

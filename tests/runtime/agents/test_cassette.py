@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interlock.runtime.agents.base import AgentLaunch
 from interlock.runtime.agents.cassette import (
     CassetteError,
     CassetteMismatch,
@@ -25,6 +24,7 @@ from interlock.runtime.agents.cassette import (
     launch_digest,
     read_cassette,
 )
+from interlock.runtime.config.agents import AgentLaunch
 from interlock.runtime.engine.invoke_agents import AgentResolver, ResolvedAgent, agent_resolver
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore

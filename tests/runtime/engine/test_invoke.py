@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from interlock.machines import Call
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
+from interlock.runtime.agents.base import AgentOutput, Usage
+from interlock.runtime.config.agents import AgentLaunch
 from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.engine.invoke_agents import ResolvedAgent
