@@ -16,7 +16,7 @@ from interlock.machines.bindings import Bindings
 from interlock.machines.diagnostics import did_you_mean
 from interlock.machines.lint_invoke import machine_file
 from interlock.runtime.builtin.machines import BuiltinSetup, builtin_for, builtin_names
-from interlock.runtime.builtin.specs import builtin_spec_dir
+from interlock.runtime.engine.builtin_specs import builtin_spec_dir
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.invoke_machine import (
     ChildMachine,

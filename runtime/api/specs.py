@@ -16,7 +16,7 @@ from interlock.machines.diagnostics import Diagnostic, Mark, did_you_mean, error
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import InterlockError, UsageError
 from interlock.runtime.api.sessions import check_session_id
-from interlock.runtime.builtin.specs import builtin_specs, resolve_spec
+from interlock.runtime.engine.builtin_specs import builtin_specs, resolve_spec
 from interlock.runtime.engine.snapshot import Snapshot
 
 DrawFormat = Literal["mermaid", "dot", "svg", "png"]

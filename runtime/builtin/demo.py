@@ -16,7 +16,7 @@ from rich.table import Table
 
 from interlock.machines import Diagnostic, SpecError, compile, load, load_checked
 from interlock.machines.compile import Target
-from interlock.runtime.builtin.specs import builtin_specs
+from interlock.runtime.engine.builtin_specs import builtin_specs
 
 PROMPT = "Review the plan in plan.md: is the adaptive polling design ready to build?\n"
 

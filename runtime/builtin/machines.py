@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from interlock.machines.bindings import Bindings
-from interlock.runtime.builtin.specs import builtin_spec_dir
+from interlock.runtime.engine.builtin_specs import builtin_spec_dir
 from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.runner import RunOutcome
 from interlock.runtime.engine.session import Step

@@ -35,7 +35,6 @@ from typing import Any
 
 from interlock.machines import Call, MachineIR, compile, ir_of
 from interlock.machines.backends.base import CompiledMachine
-from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.dispatch.document import DocumentCheck, check_document
 from interlock.runtime.dispatch.output import STREAMS, OutputBuffer, OutputChunk, Stream
@@ -48,6 +47,7 @@ from interlock.runtime.dispatch.types import (
     ProcessRun,
 )
 from interlock.runtime.dispatch.verdict import parse_verdict
+from interlock.runtime.engine.builtin_specs import resolve_spec
 from interlock.runtime.engine.session import Session
 
 __all__ = ["Dispatch", "PipeDriver", "dispatch", "dispatch_all", "new_dispatch_id"]

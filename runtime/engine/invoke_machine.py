@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 
 from interlock.machines.bindings import Bindings
 from interlock.machines.ir import InvokeIR
-from interlock.runtime.agents.prompts import PromptError, render_input
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.invoke_handler import (
     START_WAIT,
@@ -50,6 +49,7 @@ from interlock.runtime.engine.invoke_handler import (
     spawn_error_data,
     time_left,
 )
+from interlock.runtime.engine.prompts import PromptError, render_input
 from interlock.runtime.store.base import InvocationRecord, SessionNotFound, Store
 
 if TYPE_CHECKING:

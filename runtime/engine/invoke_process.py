@@ -33,7 +33,6 @@ from typing import Any
 
 from interlock.machines.ir import InvokeIR
 from interlock.runtime.agents.base import AgentOutput, Usage
-from interlock.runtime.agents.prompts import PromptError, render_prompt
 from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.dispatch.output import Stream
 from interlock.runtime.dispatch.polling import Dispatch
@@ -57,6 +56,7 @@ from interlock.runtime.engine.invoke_handler import (
     spawn_error_data,
     time_left,
 )
+from interlock.runtime.engine.prompts import PromptError, render_prompt
 from interlock.runtime.host.procfs import start_ticks
 
 # Seconds between reads of the spool files while the agent runs: often at first (an

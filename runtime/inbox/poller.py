@@ -36,8 +36,8 @@ from typing import Any
 
 from interlock.machines import Call, compile, load
 from interlock.machines.backends.base import CompiledMachine
-from interlock.runtime.builtin.specs import resolve_spec
 from interlock.runtime.config.inbox import InboxError, PollerConfig
+from interlock.runtime.engine.builtin_specs import resolve_spec
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.session import Session
 from interlock.runtime.host.owners import default_owner

@@ -119,7 +119,7 @@ class Machines:
              context: Mapping[str, Any] | None = None, *, agent: str | None = None) -> Runner:
         """A runner holding the session: created with ``context``, or (None) resumed.
         ``agent`` plays its ``agent: poller`` invokes (default: :attr:`agent`)."""
-        from interlock.runtime.builtin.specs import resolve_spec
+        from interlock.runtime.engine.builtin_specs import resolve_spec
         from interlock.runtime.signals.session_feed import session_dir
 
         path = resolve_spec(spec)

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = [f"interlock.runtime.{name}" for name in (
-    "config.agents", "agents.events", "agents.preflight", "agents.prompts", "agents.roles")]
+    "config.agents", "agents.events", "agents.preflight", "engine.prompts", "agents.roles")]
 
 
 @pytest.mark.parametrize("name", MODULES)
