@@ -23,17 +23,10 @@ from interlock.machines.events import reserved_reason
 from interlock.machines.ir import MachineIR, TransitionKind
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import Conflict, NotFound, UsageError
-from interlock.runtime.builtin.machines import (
-    Builtin,
-    BuiltinSetup,
-    SessionPort,
-    Watchers,
-    builtin_for,
-    builtin_names,
-    is_builtin_spec,
-)
+from interlock.runtime.builtin.machines import Watchers, builtin_for, builtin_names, is_builtin_spec
 from interlock.runtime.engine import lifecycle
 from interlock.runtime.engine.bindings_loader import load_bindings
+from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, SessionPort
 from interlock.runtime.engine.context import SessionContext as SessionContext
 from interlock.runtime.engine.context import with_session
 from interlock.runtime.engine.host import SessionHost
