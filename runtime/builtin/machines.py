@@ -92,13 +92,25 @@ def register(builtin: Builtin) -> None:
     _registered[builtin.name] = builtin
 
 
+# Where each built-in's runtime side lives: in the room it belongs to (a name not here:
+# ``interlock.runtime.builtin.<name>``). Imported by name, on first use.
+MODULES: dict[str, str] = {
+    "ralph_orchestrator": "interlock.runtime.ralph.builtin_orchestrator",
+    "ralph_subagent": "interlock.runtime.ralph.builtin_subagent",
+    "review_menu": "interlock.runtime.interview.builtin_review_menu",
+    "poller_interview": "interlock.runtime.interview.builtin_poller_interview",
+    "inbox_poller": "interlock.runtime.inbox.builtin_poller",
+}
+
+
 def builtin_for(name: str) -> Builtin | None:
     """The runtime side of the built-in spec ``name``, or None when it has none."""
     if name not in _registered:
+        home = MODULES.get(name, f"interlock.runtime.builtin.{name}")
         try:
-            module = importlib.import_module(f"interlock.runtime.builtin.{name}")
+            module = importlib.import_module(home)
         except ModuleNotFoundError as exc:
-            if exc.name != f"interlock.runtime.builtin.{name}":
+            if exc.name != home:
                 raise
             return None
         found = getattr(module, "BUILTIN", None)

@@ -119,7 +119,7 @@ class InboxPoller:
 
     def bindings(self) -> dict[str, Callable[[Call], Any]]:
         """The spec's guards and actions on this poller's adapter (also what the durable
-        ``inbox_poller`` built-in binds: runtime/builtin/inbox_poller.py)."""
+        ``inbox_poller`` built-in binds: runtime/inbox/builtin_poller.py)."""
         def reset_backoff(call: Call) -> None:
             call.context["consecutive_failures"] = 0
             call.context["backoff_delay"] = call.context["backoff_base"]
