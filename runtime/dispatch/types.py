@@ -28,7 +28,7 @@ class AgentCommand:
 
 class AgentRegistry(Protocol):
     """Where running agent process groups are recorded, so a dispatcher that dies cannot
-    orphan them (:mod:`interlock.runtime.host.orphans` stops them on the next start)."""
+    orphan them (:mod:`interlock.runtime.engine.orphans` stops them on the next start)."""
 
     def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None: ...
 
