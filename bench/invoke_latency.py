@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines import Call
-from interlock.runtime.dispatch.process import group_members
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.engine.session import Step
+from interlock.runtime.host.procfs import group_members
 from interlock.runtime.store.sqlite import SqliteStore
 
 SPEC = """

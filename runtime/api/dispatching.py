@@ -17,7 +17,8 @@ from interlock.runtime.config.dispatch import (
 )
 from interlock.runtime.dispatch import AgentCommand, DispatchResult, dispatch_all
 from interlock.runtime.dispatch.process import SpawnOptions
-from interlock.runtime.engine.orphans import StoreRegistry, reap_orphans
+from interlock.runtime.dispatch.registry import StoreRegistry
+from interlock.runtime.engine.orphans import reap_orphans
 
 SPILL_DIR = Path(".interlock") / "dispatch"
 

@@ -126,7 +126,7 @@ class SessionDispatch(Dispatch):
     def _begin(self, context: Mapping[str, Any]) -> None:
         """Start the agent the context names, with the ticks that follow it: a fresh
         dispatch (its own id, output buffer and spill folder) on the runner's loop."""
-        from interlock.runtime.engine.orphans import StoreRegistry
+        from interlock.runtime.dispatch.registry import StoreRegistry
 
         self.buffer.close()
         dispatch_id = new_dispatch_id()

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines import Call
-from interlock.runtime.dispatch.process import group_members
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.engine.session import Step
-from interlock.runtime.host.procfs import start_ticks
+from interlock.runtime.host.procfs import group_members, start_ticks
 from interlock.runtime.store.base import Store
 
 AGENT = Path(__file__).resolve().parent / "invoke" / "agent.py"

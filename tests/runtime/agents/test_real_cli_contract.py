@@ -25,7 +25,7 @@ from interlock.runtime.agents.adapters import (
 from interlock.runtime.agents.base import AgentOutput
 from interlock.runtime.config.agents import AgentConfig
 from interlock.runtime.dispatch import Dispatch, DispatchResult, with_overrides
-from interlock.runtime.dispatch.process import carries_dispatch_id
+from interlock.runtime.host.procfs import carries_dispatch_id
 from interlock.testing import cut, fail, say, write_file
 
 from support.real_clis import RealCli
