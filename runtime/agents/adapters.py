@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from interlock.runtime.agents.base import Adapter, AgentOutput
+from interlock.runtime.agents.base import Adapter
 from interlock.runtime.agents.claude import ClaudeAdapter
 from interlock.runtime.agents.codex import CodexAdapter
 from interlock.runtime.agents.command import CommandAdapter
@@ -24,6 +24,7 @@ from interlock.runtime.config.dispatch import PollingConfiguration, parse_dispat
 from interlock.runtime.dispatch.process import SpawnOptions
 from interlock.runtime.dispatch.result import DispatchResult
 from interlock.runtime.dispatch.types import AgentCommand
+from interlock.runtime.engine.agent_output import AgentOutput
 
 ADAPTERS: dict[str, Adapter] = {
     adapter.cli: adapter

@@ -52,7 +52,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from interlock.runtime.agents.base import AgentOutput, Completion, FailureReason, Usage
+from interlock.runtime.agents.base import Completion
 from interlock.runtime.agents.events import (
     add,
     amount,
@@ -62,6 +62,7 @@ from interlock.runtime.agents.events import (
     status_reason,
 )
 from interlock.runtime.config.agents import AgentConfig, AgentLaunch, Permissions
+from interlock.runtime.engine.agent_output import AgentOutput, FailureReason, Usage
 
 _READ_ONLY: dict[str, Any] = {
     "*": "ask",

@@ -26,10 +26,10 @@ from typing import Any
 
 from interlock.machines.ir import InvokeIR
 from interlock.runtime.agents.adapters import adapter_for, launch_command, polling_for
-from interlock.runtime.agents.base import AgentOutput
 from interlock.runtime.config.agents import AgentLaunch, load_agents, must_edit, resolve_agent
 from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.config.project_file import PROJECT_FILE
+from interlock.runtime.engine.agent_output import AgentOutput
 from interlock.runtime.engine.invoke_handler import InvokeError, InvokeHost, templated
 from interlock.runtime.engine.invoke_process import (
     ProcessCommand,

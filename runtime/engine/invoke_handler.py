@@ -19,8 +19,8 @@ from typing import Any, Literal, Protocol
 
 from interlock.machines.durations import parse_duration
 from interlock.machines.ir import InvokeIR
-from interlock.runtime.agents.base import FAILURE_REASONS, Usage
 from interlock.runtime.config.dispatch import PollingConfiguration
+from interlock.runtime.engine.agent_output import FAILURE_REASONS, Usage
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.prompts import PromptError, render_input
 from interlock.runtime.store.base import InvocationRecord, Store

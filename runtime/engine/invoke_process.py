@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines.ir import InvokeIR
-from interlock.runtime.agents.base import AgentOutput, Usage
 from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.dispatch.output import Stream
 from interlock.runtime.dispatch.polling import Dispatch
 from interlock.runtime.dispatch.process import READ_SIZE, AgentProcess, SpawnError, working_folder
 from interlock.runtime.dispatch.result import DispatchResult
 from interlock.runtime.dispatch.types import AgentCommand, ProcessRun
+from interlock.runtime.engine.agent_output import AgentOutput, Usage
 from interlock.runtime.engine.invoke_handler import (
     START_WAIT,
     Flight,

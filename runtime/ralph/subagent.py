@@ -26,9 +26,9 @@ import yaml
 
 from interlock.machines.bindings import Bindings, Call
 from interlock.machines.durations import format_duration
-from interlock.runtime.agents.base import TRANSIENT_REASONS
 from interlock.runtime.agents.ralph_protocol import classify_steer
 from interlock.runtime.config.ralph import RalphConfig
+from interlock.runtime.engine.agent_output import TRANSIENT_REASONS
 from interlock.runtime.engine.prompts import render_prompt
 from interlock.runtime.ralph.folder import RalphFolder, Task, write_text
 from interlock.runtime.ralph.gates import GateReport, gate_decision

@@ -32,9 +32,9 @@ from interlock.runtime.agents.adapters import (
     polling_for,
     read_result,
 )
-from interlock.runtime.agents.base import Usage
 from interlock.runtime.config.agents import AGENT_CLIS, AgentConfig
 from interlock.runtime.dispatch import DispatchResult, dispatch
+from interlock.runtime.engine.agent_output import Usage
 
 from support.paths import TESTS
 

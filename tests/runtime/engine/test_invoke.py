@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from interlock.machines import Call
-from interlock.runtime.agents.base import AgentOutput, Usage
 from interlock.runtime.config.agents import AgentLaunch
 from interlock.runtime.config.dispatch import PollingConfiguration
+from interlock.runtime.engine.agent_output import AgentOutput, Usage
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.engine.invoke_agents import ResolvedAgent
 from interlock.runtime.engine.runner import Runner
