@@ -300,8 +300,8 @@ def _invokes(root: Path, session_id: str, bindings: Bindings,
     """What ``invoke:`` states need (docs/invoke.md): the session folder their agents spool
     into, the resolver of ``agent:`` names (``interlock.yaml``, else the demo roles) and
     that of ``machine:`` names (built-in specs, spec files run with ``bindings``)."""
+    from interlock.runtime.agents.invoke import agent_resolver
     from interlock.runtime.api.machines import machine_resolver
-    from interlock.runtime.engine.invoke_agents import agent_resolver
     from interlock.runtime.signals.session_feed import session_dir
 
     return {"folder": session_dir(root, session_id), "agents": agent_resolver(root),

@@ -20,11 +20,11 @@ reason ``runner_lost``. See docs/invoke.md.
 The :class:`Invoker` is the manager (after python-statemachine's ``InvokeManager``): rows,
 journal notes, reconciling, recovering, delivering. The work of each kind is its handler's
 (:class:`~interlock.runtime.engine.invoke_handler.InvokeHandler`: start, adopt, stop):
-``agent:`` invokes go through an :data:`~interlock.runtime.engine.invoke_agents.
+``agent:`` invokes go through an :data:`~interlock.runtime.agents.invoke.
 AgentResolver` the caller passes in (the seam to ``runtime/agents``;
-:mod:`~interlock.runtime.engine.invoke_agents`); ``command:`` invokes need none
-(:mod:`~interlock.runtime.engine.invoke_command`); both run a spooled process
-(:mod:`~interlock.runtime.engine.invoke_process`). ``machine:`` invokes run a child session
+:mod:`~interlock.runtime.agents.invoke`); ``command:`` invokes need none
+(:mod:`~interlock.runtime.dispatch.invoke_command`); both run a spooled process
+(:mod:`~interlock.runtime.dispatch.invoke_process`). ``machine:`` invokes run a child session
 through a :data:`~interlock.runtime.engine.invoke_machine.MachineResolver`
 (:mod:`~interlock.runtime.engine.invoke_machine`). What a dead runner left is stopped
 without an invoker by :mod:`~interlock.runtime.engine.invoke_offline`.
@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines.ir import InvokeIR, MachineIR, OnResume
+from interlock.runtime.agents.invoke import AgentHandler, AgentResolver
 from interlock.runtime.config.dispatch import PollingConfiguration
+from interlock.runtime.dispatch.invoke_command import CommandHandler
 from interlock.runtime.engine.clock import Clock
-from interlock.runtime.engine.invoke_agents import AgentHandler, AgentResolver
-from interlock.runtime.engine.invoke_command import CommandHandler
 from interlock.runtime.engine.invoke_handler import (
     Flight,
     InvokeHandler,

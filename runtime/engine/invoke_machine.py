@@ -53,8 +53,8 @@ from interlock.runtime.engine.prompts import PromptError, render_input
 from interlock.runtime.store.base import InvocationRecord, SessionNotFound, Store
 
 if TYPE_CHECKING:
+    from interlock.runtime.agents.invoke import AgentResolver
     from interlock.runtime.config.dispatch import PollingConfiguration
-    from interlock.runtime.engine.invoke_agents import AgentResolver
     from interlock.runtime.engine.runner import Runner
 
 MACHINE_ARGV = "machine"  # argv[0] of a child machine's invocation row: ("machine", name)

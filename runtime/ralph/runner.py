@@ -34,12 +34,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from interlock.runtime.agents.invoke import agent_resolver
 from interlock.runtime.config.ralph import RalphConfig
 from interlock.runtime.engine.builtin_specs import builtin_spec_dir
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.invoke import AgentResolver
-from interlock.runtime.engine.invoke_agents import agent_resolver
 from interlock.runtime.engine.invoke_machine import (
     ChildMachine,
     MachineError,

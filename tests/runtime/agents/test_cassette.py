@@ -24,8 +24,8 @@ from interlock.runtime.agents.cassette import (
     launch_digest,
     read_cassette,
 )
+from interlock.runtime.agents.invoke import AgentResolver, ResolvedAgent, agent_resolver
 from interlock.runtime.config.agents import AgentLaunch
-from interlock.runtime.engine.invoke_agents import AgentResolver, ResolvedAgent, agent_resolver
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from interlock.machines import Call
+from interlock.runtime.agents.invoke import ResolvedAgent
 from interlock.runtime.config.agents import AgentLaunch
 from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.engine.agent_output import AgentOutput, Usage
 from interlock.runtime.engine.clock import ManualClock
-from interlock.runtime.engine.invoke_agents import ResolvedAgent
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 

@@ -5,7 +5,7 @@ seam to ``runtime/agents``) what ``agent: NAME`` runs with the rendered prompt, 
 the dispatcher's command from that launch through the adapters
 (:func:`~interlock.runtime.agents.adapters.launch_command`), and continues the agent's
 CLI conversation when the invoke says ``continue:``. The process is spooled and adopted
-like a command's (:class:`~interlock.runtime.engine.invoke_process.ProcessHandler`).
+like a command's (:class:`~interlock.runtime.dispatch.invoke_process.ProcessHandler`).
 
 The project's resolver (:func:`agent_resolver`): ``agent: NAME`` names an agent of
 ``interlock.yaml``'s ``agents:`` (runtime/config/agents.py); without an ``agents:``
@@ -29,14 +29,14 @@ from interlock.runtime.agents.adapters import adapter_for, launch_command, polli
 from interlock.runtime.config.agents import AgentLaunch, load_agents, must_edit, resolve_agent
 from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.config.project_file import PROJECT_FILE
-from interlock.runtime.engine.agent_output import AgentOutput
-from interlock.runtime.engine.invoke_handler import InvokeError, InvokeHost, templated
-from interlock.runtime.engine.invoke_process import (
+from interlock.runtime.dispatch.invoke_process import (
     ProcessCommand,
     ProcessHandler,
     Reader,
     Spool,
 )
+from interlock.runtime.engine.agent_output import AgentOutput
+from interlock.runtime.engine.invoke_handler import InvokeError, InvokeHost, templated
 
 
 @dataclass(frozen=True, slots=True)
