@@ -29,6 +29,7 @@ from interlock.runtime.agents.adapters import adapter_for, launch_command, polli
 from interlock.runtime.config.agents import AgentLaunch, load_agents, must_edit, resolve_agent
 from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.config.project_file import PROJECT_FILE
+from interlock.runtime.dispatch.invoke_command import CommandHandler
 from interlock.runtime.dispatch.invoke_process import (
     ProcessCommand,
     ProcessHandler,
@@ -36,7 +37,13 @@ from interlock.runtime.dispatch.invoke_process import (
     Spool,
 )
 from interlock.runtime.engine.agent_output import AgentOutput
-from interlock.runtime.engine.invoke_handler import InvokeError, InvokeHost, templated
+from interlock.runtime.engine.invoke_handler import (
+    HandlerFactory,
+    InvokeError,
+    InvokeHost,
+    InvokeKind,
+    templated,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,16 @@ class AgentHandler(ProcessHandler):
         except OSError:
             return None
         return read(stdout, stderr).session
+
+
+def process_handlers(agents: AgentResolver | None = None) -> dict[InvokeKind, HandlerFactory]:
+    """The handlers of ``agent:`` invokes (resolved by ``agents``; None: each fails with a
+    ``spawn_error``) and ``command:`` invokes, for ``Runner.open(invokers=...)``."""
+
+    def agent(host: InvokeHost) -> AgentHandler:
+        return AgentHandler(host, agents)
+
+    return {"agent": agent, "command": CommandHandler}
 
 
 def agent_resolver(root: Path, base: PollingConfiguration | None = None) -> AgentResolver:

@@ -298,13 +298,15 @@ async def _run(host: SessionHost, builtin: Builtin | None, port: SessionPort,
 def _invokes(root: Path, session_id: str, bindings: Bindings,
              demo: bool = False) -> dict[str, Any]:
     """What ``invoke:`` states need (docs/invoke.md): the session folder their agents spool
-    into, the resolver of ``agent:`` names (``interlock.yaml``, else the demo roles) and
+    into, the handlers of ``agent:`` and ``command:`` invokes with the resolver of ``agent:``
+    names (``interlock.yaml``, else the demo roles), and
     that of ``machine:`` names (built-in specs, spec files run with ``bindings``)."""
-    from interlock.runtime.agents.invoke import agent_resolver
+    from interlock.runtime.agents.invoke import agent_resolver, process_handlers
     from interlock.runtime.api.machines import machine_resolver
     from interlock.runtime.signals.session_feed import session_dir
 
-    return {"folder": session_dir(root, session_id), "agents": agent_resolver(root),
+    return {"folder": session_dir(root, session_id),
+            "invokers": process_handlers(agent_resolver(root)),
             "machines": machine_resolver(root, bindings, demo=demo)}
 
 

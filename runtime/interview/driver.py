@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from interlock.machines.bindings import Bindings
+from interlock.runtime.agents.invoke import process_handlers
 from interlock.runtime.engine.clock import Clock, SystemClock
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.runner import Runner
@@ -129,7 +130,8 @@ class Machines:
         runner, _ = Runner.open(self.store, text, str(path), session_id=session_id,
                                 bindings=bound, clock=self.clock, context=context,
                                 ttl=self.ttl, folder=folder,
-                                agents=poller_resolver(self.root, agent or self.agent))
+                                invokers=process_handlers(
+                                    poller_resolver(self.root, agent or self.agent)))
         return runner
 
     def taken(self, session_id: str) -> bool:

@@ -34,12 +34,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from interlock.runtime.agents.invoke import agent_resolver
+from interlock.runtime.agents.invoke import AgentResolver, agent_resolver, process_handlers
 from interlock.runtime.config.ralph import RalphConfig
 from interlock.runtime.engine.builtin_specs import builtin_spec_dir
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.host import HostPlugin, SessionHost
-from interlock.runtime.engine.invoke import AgentResolver
 from interlock.runtime.engine.invoke_machine import (
     ChildMachine,
     MachineError,
@@ -194,7 +193,7 @@ class RalphRun(HostPlugin):
                 context={"session_id": self.folder.id,
                          "knowledge_approval_timeout": self.config.knowledge_approval_timeout,
                          **(context or {})},
-                agents=agents,
+                invokers=process_handlers(agents),
                 machines=subagent_machines(self.root, self.config, attach, staged=store))
         except BaseException:
             feed.store.close()
