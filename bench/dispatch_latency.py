@@ -62,7 +62,8 @@ from interlock.runtime.dispatch import (
     PollingConfiguration,
     parse_dispatch_config,
 )
-from interlock.runtime.dispatch.process import group_members, kill_group_now
+from interlock.runtime.dispatch.process import kill_group_now
+from interlock.runtime.host.procfs import group_members
 
 AGENT = Path(__file__).resolve().parent / "agents" / "stamped_answer.py"
 FIXED_WAIT = 180.0  # seconds: the wait the seed set out to remove

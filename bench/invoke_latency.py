@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines import Call
-from interlock.runtime.dispatch.process import group_members
+from interlock.runtime.agents.invoke import process_handlers
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.engine.session import Step
+from interlock.runtime.host.procfs import group_members
 from interlock.runtime.store.sqlite import SqliteStore
 
 SPEC = """
@@ -87,7 +88,8 @@ class Trial:
         bindings: dict[str, Callable[[Call], Any]] = {"stamp": stamp, "count": count}
         self.runner, _ = Runner.open(store, SPEC.format(argv=json.dumps(argv)),
                                      str(folder / "bench.yaml"), session_id=f"t{n}",
-                                     bindings=bindings, folder=folder / f"t{n}")
+                                     bindings=bindings, folder=folder / f"t{n}",
+                                     invokers=process_handlers())
 
     async def run(self, during: Callable[[], None] | None = None,
                   at: float | None = None) -> list[tuple[float, Step]]:

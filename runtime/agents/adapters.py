@@ -11,19 +11,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from interlock.runtime.agents.base import Adapter, AgentLaunch, AgentOutput
+from interlock.runtime.agents.base import Adapter
 from interlock.runtime.agents.claude import ClaudeAdapter
 from interlock.runtime.agents.codex import CodexAdapter
 from interlock.runtime.agents.command import CommandAdapter
-from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.demo_adapter import DemoAdapter
 from interlock.runtime.agents.gemini import GeminiAdapter
 from interlock.runtime.agents.opencode import OpencodeAdapter
 from interlock.runtime.agents.ralph_protocol import REQUIRED_FIELD
-from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch
+from interlock.runtime.config.dispatch import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.dispatch.process import SpawnOptions
 from interlock.runtime.dispatch.result import DispatchResult
 from interlock.runtime.dispatch.types import AgentCommand
+from interlock.runtime.engine.agent_output import AgentOutput
 
 ADAPTERS: dict[str, Adapter] = {
     adapter.cli: adapter

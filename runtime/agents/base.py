@@ -13,76 +13,10 @@ name, with seed 001's SubAgentCommand fields (``cli``, ``model``, ``agent``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Literal, Protocol
 
-if TYPE_CHECKING:
-    from interlock.runtime.agents.config import AgentConfig
-
-AgentCli = Literal["claude", "codex", "opencode", "gemini", "command", "demo"]
-AGENT_CLIS: tuple[str, ...] = ("claude", "codex", "opencode", "gemini", "command", "demo")
-
-# What an agent may do in its working folder (``permissions:`` of an agent): read only,
-# edit files there, or run commands too. Each adapter maps it to its CLI's own flags.
-Permissions = Literal["read-only", "edit", "full"]
-PERMISSIONS: tuple[str, ...] = ("read-only", "edit", "full")
-
-# Why a CLI's call failed, where its own output says (AgentOutput.reason): the first four
-# are the user's to fix (never retried), the last two pass (retried with backoff).
-FailureReason = Literal["auth", "permission_denied", "not_found", "invalid_request",
-                        "rate_limited", "unavailable"]
-FAILURE_REASONS: tuple[str, ...] = ("auth", "permission_denied", "not_found",
-                                    "invalid_request", "rate_limited", "unavailable")
-TRANSIENT_REASONS: frozenset[str] = frozenset({"rate_limited", "unavailable"})
-MUST_FIX_REASONS: frozenset[str] = frozenset(FAILURE_REASONS) - TRANSIENT_REASONS
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """What one invocation cost, as far as the CLI says (None: not reported)."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
-                "costUsd": self.cost_usd}
-
-
-@dataclass(frozen=True, slots=True)
-class AgentLaunch:
-    """How to start the agent: an argv (never a shell line), the text for its stdin (then
-    closed; None: /dev/null), extra environment, and a working folder (None: inherited)."""
-
-    argv: tuple[str, ...]
-    stdin: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AgentOutput:
-    """An agent's output as read by its adapter: the answer text (for a streaming JSON CLI,
-    the final message's text, not the event stream), the usage, and the error the CLI
-    reported in its own output, if any. ``final``: the output holds the CLI's last event
-    (claude's ``result``, codex's ``turn.completed``/``turn.failed``, opencode's closing
-    ``step_finish``, gemini's whole JSON object), so the answer is whole even if the process
-    lingers before exiting; always False for adapters that print the answer itself.
-    ``reason`` classifies ``error`` where the CLI's words allow (``auth``, ``rate_limited``,
-    ...); ``denials`` names each tool call the CLI refused (``Write /w/hello.txt``), even
-    when the call otherwise succeeded; ``session`` is the CLI's conversation id, which a
-    steer continues (:meth:`Adapter.resume`)."""
-
-    answer: str
-    usage: Usage = field(default_factory=Usage)
-    error: str | None = None
-    final: bool = False
-    reason: FailureReason | None = None
-    denials: tuple[str, ...] = ()
-    session: str | None = None
-
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch
+from interlock.runtime.engine.agent_output import AgentOutput
 
 Completion = Literal["exit", "document"]
 

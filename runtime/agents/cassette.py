@@ -39,10 +39,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from interlock.runtime.agents.base import AgentLaunch
+from interlock.runtime.config.agents import AgentLaunch
 
 if TYPE_CHECKING:
-    from interlock.runtime.engine.invoke_agents import AgentResolver, ResolvedAgent
+    from interlock.runtime.agents.invoke import AgentResolver, ResolvedAgent
 
 Stream = Literal["stdout", "stderr"]
 CASSETTE_VERSION = 1

@@ -27,15 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from interlock.runtime.agents.base import (
-    AgentLaunch,
-    AgentOutput,
-    Completion,
-    FailureReason,
-    Permissions,
-    Usage,
-)
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.agents.base import Completion
 from interlock.runtime.agents.events import (
     add,
     amount,
@@ -44,6 +36,8 @@ from interlock.runtime.agents.events import (
     mapping,
     status_reason,
 )
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch, Permissions
+from interlock.runtime.engine.agent_output import AgentOutput, FailureReason, Usage
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--permission-mode", "default"),

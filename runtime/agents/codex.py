@@ -56,16 +56,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from interlock.runtime.agents.base import (
-    AgentLaunch,
-    AgentOutput,
-    Completion,
-    FailureReason,
-    Permissions,
-    Usage,
-)
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.agents.base import Completion
 from interlock.runtime.agents.events import add, count, json_events, mapping, status_reason
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch, Permissions
+from interlock.runtime.engine.agent_output import AgentOutput, FailureReason, Usage
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--sandbox", "read-only"), "edit": ("--sandbox", "workspace-write"),

@@ -8,8 +8,9 @@ before the program exits.
 
 from __future__ import annotations
 
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.agents.base import Completion
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch
+from interlock.runtime.engine.agent_output import AgentOutput
 
 
 class CommandAdapter:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import sys
 
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Completion
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.agents.base import Completion
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch
+from interlock.runtime.engine.agent_output import AgentOutput
 
 ENTRY_MODULE = "interlock.runtime.agents.role_agent"
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from interlock.runtime.agents.base import FailureReason
+from interlock.runtime.engine.agent_output import FailureReason
 
 # What an HTTP status from a model API means for the caller (AgentOutput.reason).
 _STATUS_REASONS: tuple[tuple[range, FailureReason], ...] = (

@@ -47,15 +47,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from interlock.runtime.agents.base import (
-    AgentLaunch,
-    AgentOutput,
-    Completion,
-    FailureReason,
-    Permissions,
-    Usage,
-)
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.agents.base import Completion
 from interlock.runtime.agents.events import (
     add,
     count,
@@ -64,6 +56,8 @@ from interlock.runtime.agents.events import (
     mapping,
     status_reason,
 )
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch, Permissions
+from interlock.runtime.engine.agent_output import AgentOutput, FailureReason, Usage
 
 PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "read-only": ("--approval-mode", "default"), "edit": ("--approval-mode", "auto_edit"),

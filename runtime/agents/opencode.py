@@ -52,15 +52,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from interlock.runtime.agents.base import (
-    AgentLaunch,
-    AgentOutput,
-    Completion,
-    FailureReason,
-    Permissions,
-    Usage,
-)
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.agents.base import Completion
 from interlock.runtime.agents.events import (
     add,
     amount,
@@ -69,6 +61,8 @@ from interlock.runtime.agents.events import (
     mapping,
     status_reason,
 )
+from interlock.runtime.config.agents import AgentConfig, AgentLaunch, Permissions
+from interlock.runtime.engine.agent_output import AgentOutput, FailureReason, Usage
 
 _READ_ONLY: dict[str, Any] = {
     "*": "ask",

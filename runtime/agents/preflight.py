@@ -37,10 +37,9 @@ import yaml
 
 from interlock.machines.diagnostics import did_you_mean
 from interlock.runtime.agents import claude, codex, gemini, opencode
-from interlock.runtime.agents.base import Permissions
-from interlock.runtime.agents.config import AgentConfig, load_agents, resolve_agent
-from interlock.runtime.agents.role_names import ROLES
-from interlock.runtime.host.project_file import PROJECT_FILE
+from interlock.runtime.config.agents import AgentConfig, Permissions, load_agents, resolve_agent
+from interlock.runtime.config.project_file import PROJECT_FILE
+from interlock.runtime.config.role_names import ROLES
 
 TIMEOUT = 15.0  # seconds for each command a check runs
 INSTALL: dict[str, str] = {

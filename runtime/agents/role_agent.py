@@ -39,7 +39,7 @@ from typing import Any, TextIO
 import yaml
 
 from interlock.runtime.agents import roles
-from interlock.runtime.agents.role_names import ROLES
+from interlock.runtime.config.role_names import ROLES
 
 HANG_STEP = 3600.0
 

@@ -8,7 +8,7 @@ the librarian's promotions come back as :class:`Effects` for
 Markers: ``Request:`` (starts the request: the rest of that line and the lines after it up
 to a blank line or another marker; without it the whole prompt minus marker lines is the
 request), ``Task: ID TITLE``, ``STEER: message`` and ``INFO: message`` (pending signals;
-:func:`interlock.runtime.agents.prompts.signal_lines` prints them so), ``Workdir: PATH``,
+:func:`interlock.runtime.engine.prompts.signal_lines` prints them so), ``Workdir: PATH``,
 ``Knowledge: PATH``, ``Docs: PATH``, ``Mode: stage|promote``.
 
 >>> plan("Request: parse the file; write the report\\ntest it")["batches"]

@@ -7,8 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from interlock.runtime.api.common import opened_store, root_of
-from interlock.runtime.dispatch import AgentCommand, DispatchResult, dispatch_all
-from interlock.runtime.dispatch.config import (
+from interlock.runtime.config.dispatch import (
     ConfigError,
     FlagError,
     PollingConfiguration,
@@ -16,8 +15,10 @@ from interlock.runtime.dispatch.config import (
     parse_dispatch_config,
     with_overrides,
 )
+from interlock.runtime.dispatch import AgentCommand, DispatchResult, dispatch_all
 from interlock.runtime.dispatch.process import SpawnOptions
-from interlock.runtime.host.orphans import StoreRegistry, reap_orphans
+from interlock.runtime.dispatch.registry import StoreRegistry
+from interlock.runtime.engine.orphans import reap_orphans
 
 SPILL_DIR = Path(".interlock") / "dispatch"
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from interlock.runtime.inbox.model import BadRequest, InboxError
+from interlock.runtime.config.inbox import InboxError
+from interlock.runtime.inbox.model import BadRequest
 from interlock.runtime.inbox.model import Message as InboxMessage
 from interlock.runtime.inbox.model import Status as MessageStatus
 
@@ -18,11 +19,12 @@ _LAZY: dict[str, tuple[str, str]] = {
     **{name: ("api", name) for name in (
         "list_messages", "mark_message", "poll_settings", "post_message", "serve_inbox",
         "set_enabled", "set_interval")},
-    "InboxConfigError": ("config", "InboxConfigError"),
+    "InboxConfigError": ("interlock.runtime.config.inbox", "InboxConfigError"),
     "connect_inbox": ("connection", "connect"),
 }
 
 if TYPE_CHECKING:
+    from interlock.runtime.config.inbox import InboxConfigError as InboxConfigError
     from interlock.runtime.inbox.api import list_messages as list_messages
     from interlock.runtime.inbox.api import mark_message as mark_message
     from interlock.runtime.inbox.api import poll_settings as poll_settings
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
     from interlock.runtime.inbox.api import serve_inbox as serve_inbox
     from interlock.runtime.inbox.api import set_enabled as set_enabled
     from interlock.runtime.inbox.api import set_interval as set_interval
-    from interlock.runtime.inbox.config import InboxConfigError as InboxConfigError
     from interlock.runtime.inbox.connection import connect as connect_inbox
 
 __all__ = ["BadRequest", "InboxConfigError", "InboxError", "InboxMessage", "MessageStatus",
@@ -42,6 +43,7 @@ def __getattr__(name: str) -> Any:
     where = _LAZY.get(name)
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"interlock.runtime.inbox.{where[0]}"), where[1])
+    home = where[0] if "." in where[0] else f"interlock.runtime.inbox.{where[0]}"
+    value = getattr(importlib.import_module(home), where[1])
     globals()[name] = value
     return value

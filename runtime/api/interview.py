@@ -30,9 +30,9 @@ from interlock.runtime.interview.frontends import AnswersError, JsonLines, Scrip
 from interlock.runtime.interview.frontends import load_answers as _load_answers
 from interlock.runtime.interview.poller import PollerFailed, choose_agent
 from interlock.runtime.interview.protocol import AnswerValue, Question
-from interlock.runtime.interview.staged import staged_prompt as staged_prompt
-from interlock.runtime.interview.staged import task_node as staged_task_node
 from interlock.runtime.signals.model import SignalError
+from interlock.runtime.signals.staged import staged_prompt as staged_prompt
+from interlock.runtime.signals.staged import task_node as staged_task_node
 
 __all__ = ["EXIT_CODES", "FrontEnd", "JsonLines", "Outcome", "Question", "ScriptedAnswers",
            "consume_staged", "load_answers", "resume_review", "review", "staged",
@@ -57,7 +57,7 @@ def terminal_ui() -> FrontEnd:
 def _poller(agent: str | None, base: Path) -> str | None:
     """``agent`` if interlock.yaml (or the demo roles) has it; UsageError otherwise. The
     agent itself is resolved again at each of its calls (the spec's invoke)."""
-    from interlock.runtime.agents.config import AgentConfigError
+    from interlock.runtime.config.agents import AgentConfigError
 
     try:
         choose_agent(agent, base)
@@ -156,7 +156,7 @@ async def consume_staged(node: str, *, store: str | None = None,
 
 def task_node(session_id: str, task_id: str) -> str:
     """The node a Ralph task's review stages under: ``<session>-<task>``
-    (:func:`interlock.runtime.interview.staged.task_node`); UsageError for ids that do not
+    (:func:`interlock.runtime.signals.staged.task_node`); UsageError for ids that do not
     make a valid node."""
     try:
         return staged_task_node(session_id, task_id)

@@ -15,8 +15,9 @@ from interlock.machines import SpecError, load_checked
 from interlock.machines.bindings import Bindings
 from interlock.machines.diagnostics import did_you_mean
 from interlock.machines.lint_invoke import machine_file
-from interlock.runtime.builtin.machines import BuiltinSetup, builtin_for, builtin_names
-from interlock.runtime.builtin.specs import builtin_spec_dir
+from interlock.runtime.builtin.machines import builtin_for, builtin_names
+from interlock.runtime.engine.builtin import BuiltinSetup
+from interlock.runtime.engine.builtin_specs import builtin_spec_dir
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.invoke_machine import (
     ChildMachine,

@@ -17,8 +17,8 @@ from typing import Any
 
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import AgentsNotReady, Conflict, NotFound, UsageError
-from interlock.runtime.host.project_file import PROJECT_FILE
-from interlock.runtime.ralph.config import (
+from interlock.runtime.config.project_file import PROJECT_FILE
+from interlock.runtime.config.ralph import (
     IDENTITIES,
     RalphConfigError,
     load_ralph_config,

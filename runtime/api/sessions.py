@@ -23,17 +23,10 @@ from interlock.machines.events import reserved_reason
 from interlock.machines.ir import MachineIR, TransitionKind
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import Conflict, NotFound, UsageError
-from interlock.runtime.builtin.machines import (
-    Builtin,
-    BuiltinSetup,
-    SessionPort,
-    Watchers,
-    builtin_for,
-    builtin_names,
-    is_builtin_spec,
-)
+from interlock.runtime.builtin.machines import Watchers, builtin_for, builtin_names, is_builtin_spec
 from interlock.runtime.engine import lifecycle
 from interlock.runtime.engine.bindings_loader import load_bindings
+from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, SessionPort
 from interlock.runtime.engine.context import SessionContext as SessionContext
 from interlock.runtime.engine.context import with_session
 from interlock.runtime.engine.host import SessionHost
@@ -305,13 +298,15 @@ async def _run(host: SessionHost, builtin: Builtin | None, port: SessionPort,
 def _invokes(root: Path, session_id: str, bindings: Bindings,
              demo: bool = False) -> dict[str, Any]:
     """What ``invoke:`` states need (docs/invoke.md): the session folder their agents spool
-    into, the resolver of ``agent:`` names (``interlock.yaml``, else the demo roles) and
+    into, the handlers of ``agent:`` and ``command:`` invokes with the resolver of ``agent:``
+    names (``interlock.yaml``, else the demo roles), and
     that of ``machine:`` names (built-in specs, spec files run with ``bindings``)."""
+    from interlock.runtime.agents.invoke import agent_resolver, process_handlers
     from interlock.runtime.api.machines import machine_resolver
-    from interlock.runtime.engine.invoke_agents import agent_resolver
     from interlock.runtime.signals.session_feed import session_dir
 
-    return {"folder": session_dir(root, session_id), "agents": agent_resolver(root),
+    return {"folder": session_dir(root, session_id),
+            "invokers": process_handlers(agent_resolver(root)),
             "machines": machine_resolver(root, bindings, demo=demo)}
 
 

@@ -16,7 +16,7 @@ from interlock.machines.diagnostics import Diagnostic, Mark, did_you_mean, error
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import InterlockError, UsageError
 from interlock.runtime.api.sessions import check_session_id
-from interlock.runtime.builtin.specs import builtin_specs, resolve_spec
+from interlock.runtime.engine.builtin_specs import builtin_specs, resolve_spec
 from interlock.runtime.engine.snapshot import Snapshot
 
 DrawFormat = Literal["mermaid", "dot", "svg", "png"]
@@ -78,7 +78,7 @@ def known_agents(root: Path) -> set[str]:
     """The agent names a spec may invoke here: those of ``ROOT/interlock.yaml``'s
     ``agents:``, or without any, the offline demo roles, which need no configuration
     (SpecError with located diagnostics when that section is wrong)."""
-    from interlock.runtime.agents.config import default_agents, load_agents
+    from interlock.runtime.config.agents import default_agents, load_agents
 
     return set(load_agents(root / "interlock.yaml")) or set(default_agents())
 

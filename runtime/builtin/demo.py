@@ -1,7 +1,8 @@
 """``interlock demo``: the offline tour on the embedded defaults.
 
-It validates and compiles every built-in spec on both targets, draws them, and then runs
-the main job offline (:mod:`interlock.runtime.ralph.demo`): a full Ralph session with the
+It validates and compiles every built-in spec on both targets and draws them (here); then
+:func:`interlock.runtime.api.demo.run_demo` runs the main job offline
+(:mod:`interlock.runtime.ralph.demo`): a full Ralph session with the
 demo agents and scripted live signals (STEER scope change, INFO, PAUSE and resume,
 APPROVE), then a second session ended by ABORT, with a timeline and the orchestrator's
 diagram with the path each took.
@@ -16,7 +17,7 @@ from rich.table import Table
 
 from interlock.machines import Diagnostic, SpecError, compile, load, load_checked
 from interlock.machines.compile import Target
-from interlock.runtime.builtin.specs import builtin_specs
+from interlock.runtime.engine.builtin_specs import builtin_specs
 
 PROMPT = "Review the plan in plan.md: is the adaptive polling design ready to build?\n"
 
@@ -67,17 +68,11 @@ def _draw(console: Console, out_dir: Path) -> None:
     console.print(f"Diagrams: {len(written)} files in {out_dir}/ (Mermaid in .md, SVG via dot)")
 
 
-def run_demo(workdir: Path) -> int:
-    """Run the demo, printing as it goes; 0 when every part worked, else 1."""
-    console = Console(highlight=False)
+def run_specs_tour(workdir: Path, console: Console) -> bool:
+    """The tour's first part: every built-in spec validated, compiled on both targets and
+    drawn into ``workdir/diagrams``; True when every spec is clean."""
     console.print("[bold]interlock demo[/]: offline, on the built-in specs\n")
     clean = _specs_table(console)
     _draw(console, workdir / "diagrams")
     console.print()
-    from interlock.runtime.ralph.demo import run_ralph_demo
-
-    ok = run_ralph_demo(workdir, console)
-    console.print("\nNext: [bold]interlock ralph init --request 'write the parser; test it'[/]"
-                  ", then [bold]interlock ralph run ID[/] and, from another terminal, "
-                  "[bold]interlock signal ID STEER 'scope: ...'[/]")
-    return 0 if clean and ok else 1
+    return clean

@@ -32,11 +32,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from interlock.machines.bindings import Binding, Bindings, Call
-from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver, SessionPort
-from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
+from interlock.runtime.config.dispatch import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.dispatch.polling import Dispatch, new_dispatch_id
 from interlock.runtime.dispatch.process import SpawnOptions
 from interlock.runtime.dispatch.types import AgentCommand
+from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, DemoDriver, SessionPort
 
 FINAL_STATES = ("completed", "timeout", "error")
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class SessionDispatch(Dispatch):
     def _begin(self, context: Mapping[str, Any]) -> None:
         """Start the agent the context names, with the ticks that follow it: a fresh
         dispatch (its own id, output buffer and spill folder) on the runner's loop."""
-        from interlock.runtime.host.orphans import StoreRegistry
+        from interlock.runtime.dispatch.registry import StoreRegistry
 
         self.buffer.close()
         dispatch_id = new_dispatch_id()

@@ -11,7 +11,7 @@ The room, by concern:
   :class:`DispatchResult`;
 * :mod:`~interlock.runtime.dispatch.types`: :class:`AgentCommand` and :class:`AgentRegistry`,
   what the loop's users share with it;
-* :mod:`~interlock.runtime.dispatch.config`, :mod:`~interlock.runtime.dispatch.process`,
+* :mod:`~interlock.runtime.config.dispatch`, :mod:`~interlock.runtime.dispatch.process`,
   :mod:`~interlock.runtime.dispatch.output`: settings, the child process, its output.
 
 Every public name is importable from here (``from interlock.runtime.dispatch import
@@ -26,7 +26,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from interlock.runtime.dispatch.config import (
+    from interlock.runtime.config.dispatch import (
         CompletionMarkerConfig,
         ConfigError,
         PollingConfiguration,
@@ -60,8 +60,10 @@ if TYPE_CHECKING:
     )
 
 _HOMES: dict[str, tuple[str, ...]] = {
-    "config": ("CompletionMarkerConfig", "ConfigError", "PollingConfiguration",
-               "load_dispatch_config", "parse_dispatch_config", "with_overrides"),
+    # the dispatch: section of interlock.yaml lives with the other sections
+    "interlock.runtime.config.dispatch": (
+        "CompletionMarkerConfig", "ConfigError", "PollingConfiguration",
+        "load_dispatch_config", "parse_dispatch_config", "with_overrides"),
     "document": ("DocumentCheck", "OutputFormat", "check_document"),
     "polling": ("Dispatch", "dispatch", "dispatch_all", "new_dispatch_id"),
     "process": ("AgentProcess", "SpawnError", "SpawnOptions"),
@@ -110,7 +112,8 @@ def __getattr__(name: str) -> Any:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    home = module if "." in module else f"{__name__}.{module}"
+    value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
 

@@ -35,8 +35,7 @@ from typing import Any
 
 from interlock.machines import Call, MachineIR, compile, ir_of
 from interlock.machines.backends.base import CompiledMachine
-from interlock.runtime.builtin.specs import resolve_spec
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.dispatch.document import DocumentCheck, check_document
 from interlock.runtime.dispatch.output import STREAMS, OutputBuffer, OutputChunk, Stream
 from interlock.runtime.dispatch.process import AgentProcess, SpawnError
@@ -48,6 +47,7 @@ from interlock.runtime.dispatch.types import (
     ProcessRun,
 )
 from interlock.runtime.dispatch.verdict import parse_verdict
+from interlock.runtime.engine.builtin_specs import resolve_spec
 from interlock.runtime.engine.session import Session
 
 __all__ = ["Dispatch", "PipeDriver", "dispatch", "dispatch_all", "new_dispatch_id"]

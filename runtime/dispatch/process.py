@@ -22,14 +22,13 @@ import signal
 import subprocess
 import termios
 import tty
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from interlock.runtime.dispatch.output import Stream
-from interlock.runtime.host.procfs import stat_fields
+from interlock.runtime.host.procfs import DISPATCH_ID_VAR, group_members
 
-DISPATCH_ID_VAR = "INTERLOCK_DISPATCH_ID"
 READ_SIZE = 1 << 20  # bytes per read; the pipe is enlarged to this where allowed
 
 
@@ -231,35 +230,10 @@ class AgentProcess:
 # -- the process table --------------------------------------------------------------------
 
 
-def group_members(pgid: int) -> Iterator[int]:
-    """Live (non-zombie) processes whose process group is ``pgid``."""
-    try:
-        entries = [entry.name for entry in Path("/proc").iterdir()]
-    except OSError:
-        return
-    for name in entries:
-        if not name.isdigit():
-            continue
-        fields = stat_fields(int(name))
-        if fields is None or len(fields) < 3:
-            continue
-        if fields[0] not in ("Z", "X") and fields[2] == str(pgid):
-            yield int(name)
-
-
 def working_folder(cwd: Path | str | None) -> dict[str, str]:
     """``PWD`` for a process started in ``cwd``: an inherited one names the parent's folder,
     and some CLIs (opencode) trust ``$PWD`` over their real working folder."""
     return {"PWD": str(Path(cwd).absolute())} if cwd is not None else {}
-
-
-def carries_dispatch_id(pid: int, dispatch_id: str) -> bool:
-    """Whether process ``pid`` has ``INTERLOCK_DISPATCH_ID=dispatch_id`` in its environment."""
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return False
-    return f"{DISPATCH_ID_VAR}={dispatch_id}".encode() in environ.split(b"\0")
 
 
 def kill_group_now(pgid: int) -> None:

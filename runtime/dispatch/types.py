@@ -28,7 +28,7 @@ class AgentCommand:
 
 class AgentRegistry(Protocol):
     """Where running agent process groups are recorded, so a dispatcher that dies cannot
-    orphan them (:mod:`interlock.runtime.host.orphans` stops them on the next start)."""
+    orphan them (:mod:`interlock.runtime.engine.orphans` stops them on the next start)."""
 
     def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None: ...
 
@@ -68,7 +68,7 @@ class ProcessDriver(Protocol):
     The dispatch calls :meth:`spawn` once (SpawnError: the agent could not be started),
     records the process (its registry), calls :meth:`watch`, and :meth:`stop` at the end.
     The plain dispatcher's driver reads pipes (:class:`~interlock.runtime.dispatch.polling.
-    PipeDriver`); an invoked agent's reads spool files (``engine/invoke_process.py``)."""
+    PipeDriver`); an invoked agent's reads spool files (``dispatch/invoke_process.py``)."""
 
     def spawn(self, run: ProcessRun) -> AgentProcess: ...
 

@@ -106,7 +106,7 @@ class SessionHost:
 
 def reap(store: Store, on_note: Note | None = None) -> None:
     """Stop agent process groups that a dead runner or dispatcher left behind."""
-    from interlock.runtime.host.orphans import reap_orphans
+    from interlock.runtime.engine.orphans import reap_orphans
 
     for reaped in reap_orphans(store):
         if on_note is not None:

@@ -19,13 +19,14 @@ reason ``runner_lost``. See docs/invoke.md.
 
 The :class:`Invoker` is the manager (after python-statemachine's ``InvokeManager``): rows,
 journal notes, reconciling, recovering, delivering. The work of each kind is its handler's
-(:class:`~interlock.runtime.engine.invoke_handler.InvokeHandler`: start, adopt, stop):
-``agent:`` invokes go through an :data:`~interlock.runtime.engine.invoke_agents.
-AgentResolver` the caller passes in (the seam to ``runtime/agents``;
-:mod:`~interlock.runtime.engine.invoke_agents`); ``command:`` invokes need none
-(:mod:`~interlock.runtime.engine.invoke_command`); both run a spooled process
-(:mod:`~interlock.runtime.engine.invoke_process`). ``machine:`` invokes run a child session
-through a :data:`~interlock.runtime.engine.invoke_machine.MachineResolver`
+(:class:`~interlock.runtime.engine.invoke_handler.InvokeHandler`: start, adopt, stop),
+made for this invoker by the factories the caller passes in
+(:data:`~interlock.runtime.engine.invoke_handler.InvokeHandlers`): ``agent:`` and
+``command:`` invokes run a spooled process (:mod:`~interlock.runtime.agents.invoke`,
+:mod:`~interlock.runtime.dispatch.invoke_command` over
+:mod:`~interlock.runtime.dispatch.invoke_process`; all of them:
+:func:`~interlock.runtime.agents.invoke.process_handlers`). ``machine:`` invokes run a child
+session through a :data:`~interlock.runtime.engine.invoke_machine.MachineResolver`
 (:mod:`~interlock.runtime.engine.invoke_machine`). What a dead runner left is stopped
 without an invoker by :mod:`~interlock.runtime.engine.invoke_offline`.
 """
@@ -41,13 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines.ir import InvokeIR, MachineIR, OnResume
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.engine.clock import Clock
-from interlock.runtime.engine.invoke_agents import AgentHandler, AgentResolver
-from interlock.runtime.engine.invoke_command import CommandHandler
 from interlock.runtime.engine.invoke_handler import (
     Flight,
     InvokeHandler,
+    InvokeHandlers,
     InvokeKind,
     InvokeNote,
     kind_of,
@@ -59,7 +59,7 @@ from interlock.runtime.engine.invoke_offline import stop_leftover
 from interlock.runtime.host.owners import default_owner
 from interlock.runtime.store.base import InvocationRecord, Store
 
-__all__ = ["AgentResolver", "InvokeNote", "Invoker"]
+__all__ = ["InvokeHandlers", "InvokeNote", "Invoker"]
 
 
 class Invoker:
@@ -70,7 +70,7 @@ class Invoker:
     def __init__(self, store: Store, session_id: str, ir: MachineIR, *, spec_path: str,
                  folder: Path, clock: Clock, wake: Callable[[], None],
                  config: PollingConfiguration | None = None,
-                 resolver: AgentResolver | None = None,
+                 handlers: InvokeHandlers | None = None,
                  machines: MachineResolver | None = None,
                  owner: str | None = None) -> None:
         self.store = store
@@ -81,13 +81,11 @@ class Invoker:
         self.wake = wake
         self.config = config or PollingConfiguration()
         self.spec_path = spec_path
-        children = ChildSetup(store, clock, owner or default_owner(), resolver, machines,
+        children = ChildSetup(store, clock, owner or default_owner(), handlers, machines,
                               config)
         self._handlers: dict[InvokeKind, InvokeHandler] = {
-            "agent": AgentHandler(self, resolver),
-            "command": CommandHandler(self),
-            "machine": MachineHandler(self, children),
-        }
+            kind: make(self) for kind, make in (handlers or {}).items() if kind != "machine"}
+        self._handlers["machine"] = MachineHandler(self, children)
         self._flights: dict[str, Flight] = {}  # invoke id -> the current invocation
         self._lock = threading.RLock()  # reconcile/recover/shutdown, one at a time
         self._settling = threading.Lock()  # a flight's finished flag

@@ -4,8 +4,9 @@ After python-statemachine's ``statemachine/invoke.py``: the manager
 (:class:`~interlock.runtime.engine.invoke.Invoker`) owns the invocations of a session: their
 rows, the journal notes, reconciling with the active states, recovering after a crash,
 delivering outcomes; an :class:`InvokeHandler` per kind starts, adopts and stops the
-invocation's work (a spooled process: ``invoke_command.py``, ``invoke_agents.py`` over
-``invoke_process.py``; a child session: ``invoke_machine.py``), reaching the manager
+invocation's work (a spooled process: ``dispatch/invoke_command.py``, ``agents/invoke.py`` over
+``dispatch/invoke_process.py``, given to the engine from above as :data:`InvokeHandlers`;
+a child session: ``invoke_machine.py``), reaching the manager
 through the small :class:`InvokeHost` it is given.
 """
 
@@ -13,16 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from interlock.machines.durations import parse_duration
 from interlock.machines.ir import InvokeIR
-from interlock.runtime.agents.base import FAILURE_REASONS, Usage
-from interlock.runtime.agents.prompts import PromptError, render_input
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.dispatch import PollingConfiguration
+from interlock.runtime.engine.agent_output import FAILURE_REASONS, Usage
 from interlock.runtime.engine.clock import Clock
+from interlock.runtime.engine.prompts import PromptError, render_input
 from interlock.runtime.store.base import InvocationRecord, Store
 
 REASONS = ("spawn_error", "exit_nonzero", "timeout", "invalid_answer", "runner_lost",
@@ -129,6 +130,20 @@ class InvokeHandler(Protocol):
     def stop(self, flight: Flight, outcome_kind: str) -> Stopped:
         """Stop the flight's work and wait for it: ``cancelled`` (its state was left),
         ``interrupted`` (the runner stops), ``detached`` (only stop following it)."""
+
+
+#: Makes one kind's handler for a session's invoker (the handler's :class:`InvokeHost`).
+HandlerFactory = Callable[[InvokeHost], InvokeHandler]
+#: The handlers a session's invoker may use, by kind: given to ``Runner.open(invokers=...)``
+#: from above the engine (``agent:`` and ``command:`` run processes: runtime/agents,
+#: runtime/dispatch); ``machine:`` invokes are the engine's own.
+InvokeHandlers = Mapping[InvokeKind, HandlerFactory]
+
+
+def missing_handlers(ir_invokes: Sequence[InvokeIR], handlers: Collection[str]) -> list[str]:
+    """The kinds of ``ir_invokes`` (besides ``machine``) that no handler is given for."""
+    return sorted({kind for invoke in ir_invokes
+                   if (kind := kind_of(invoke)) != "machine" and kind not in handlers})
 
 
 def templated(text: str, context: Mapping[str, Any], what: str) -> str:

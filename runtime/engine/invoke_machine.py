@@ -5,7 +5,7 @@ entered, a session of the child spec in the same store, with the rendered ``inpu
 context: id ``<parent id>.<NNNN>-<invoke id>`` (NNNN: the invocation's number in the
 parent), folder ``<parent folder>/invocations/<NNNN>-<invoke id>/``. Its runner runs in
 the parent runner's process, on the invoker's loop; the child's own invokes (agents,
-deeper machines) work as anywhere else, with the parent's agent and machine resolvers.
+deeper machines) work as anywhere else, with the parent's invoke handlers and machine resolver.
 
 * The child reaching a top-level final state raises ``done.invoke.<id>.<final state>`` in
   the parent (SCXML's prefix match lets a transition listen for ``done.invoke.<id>`` and
@@ -40,21 +40,21 @@ from typing import TYPE_CHECKING, Any
 
 from interlock.machines.bindings import Bindings
 from interlock.machines.ir import InvokeIR
-from interlock.runtime.agents.prompts import PromptError, render_input
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.invoke_handler import (
     START_WAIT,
     Flight,
+    InvokeHandlers,
     InvokeHost,
     Stopped,
     spawn_error_data,
     time_left,
 )
+from interlock.runtime.engine.prompts import PromptError, render_input
 from interlock.runtime.store.base import InvocationRecord, SessionNotFound, Store
 
 if TYPE_CHECKING:
-    from interlock.runtime.dispatch.config import PollingConfiguration
-    from interlock.runtime.engine.invoke_agents import AgentResolver
+    from interlock.runtime.config.dispatch import PollingConfiguration
     from interlock.runtime.engine.runner import Runner
 
 MACHINE_ARGV = "machine"  # argv[0] of a child machine's invocation row: ("machine", name)
@@ -135,13 +135,14 @@ def final_state(runner: Runner) -> str | None:
 
 @dataclass(slots=True)
 class ChildSetup:
-    """What every child of one invoker shares: the store, the clock, the resolvers and
+    """What every child of one invoker shares: the store, the clock, the invoke handlers,
+    the machine resolver and
     dispatch settings its own invokes need, and the owner id of its lease."""
 
     store: Store
     clock: Clock
     owner: str
-    agents: AgentResolver | None
+    invokers: InvokeHandlers | None
     machines: MachineResolver | None
     config: PollingConfiguration | None
 
@@ -198,7 +199,7 @@ class ChildRun:
             self.machine.spec_text if create else None, self.machine.spec_path,
             session_id=self.session_id, bindings=self.machine.bindings, clock=setup.clock,
             context=self.context if create else None, owner=setup.owner,
-            folder=self.folder, agents=setup.agents, invoke_config=setup.config,
+            folder=self.folder, invokers=setup.invokers, invoke_config=setup.config,
             machines=setup.machines, child=True)
         self.runner = runner
         return runner

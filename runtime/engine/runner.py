@@ -42,7 +42,7 @@ from interlock.machines import SpecError, compile, ir_of
 from interlock.machines.backends.base import CompiledMachine
 from interlock.machines.bindings import Bindings
 from interlock.machines.ir import INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.engine.async_bindings import LoopRef, bridge
 from interlock.runtime.engine.children import stop_descendants
 from interlock.runtime.engine.clock import Clock, SystemClock
@@ -53,7 +53,8 @@ from interlock.runtime.engine.faults import (
     UnhandledFault,
     guard_bindings,
 )
-from interlock.runtime.engine.invoke import AgentResolver, InvokeNote, Invoker
+from interlock.runtime.engine.invoke import InvokeNote, Invoker
+from interlock.runtime.engine.invoke_handler import InvokeHandlers, missing_handlers
 from interlock.runtime.engine.invoke_machine import MachineResolver
 from interlock.runtime.engine.session import MAX_TIMER_STEPS, Session, SessionError, Step
 from interlock.runtime.engine.snapshot import Snapshot
@@ -190,7 +191,7 @@ class Runner:
         migrate: bool = False,
         retry: bool = False,
         folder: Path | None = None,
-        agents: AgentResolver | None = None,
+        invokers: InvokeHandlers | None = None,
         invoke_config: PollingConfiguration | None = None,
         machines: MachineResolver | None = None,
         child: bool = False,
@@ -210,7 +211,9 @@ class Runner:
 
         Invokes (docs/invoke.md): ``folder`` is the session folder (default
         ``.interlock/sessions/<id>`` beside a SQLite store, else under the working
-        folder) where agents' output is spooled; ``agents`` resolves ``agent:`` invokes;
+        folder) where agents' output is spooled; ``invokers`` makes the handlers of ``agent:`` and
+        ``command:`` invokes (:func:`interlock.runtime.agents.invoke.process_handlers`; a spec
+        with such an invoke and no handler for its kind is a SessionError);
         ``invoke_config`` is their dispatch settings; ``machines`` resolves ``machine:``
         invokes (docs/invoke.md, child machines). The active states' invokes start (or, on
         resume, are adopted, restarted or failed) before this returns. ``child``: this is a
@@ -223,7 +226,13 @@ class Runner:
         runner.owns_processes = not child
         if runner.session.ir.invokes:
             try:
-                runner._start_invoker(folder, agents, invoke_config, machines,
+                missing = missing_handlers(runner.session.ir.invokes, invokers or {})
+                if missing:
+                    raise SessionError(
+                        f"session {runner.session_id!r}: its spec has {' and '.join(missing)} "
+                        f"invokes, but no handler for {' or '.join(missing)} invokes was given "
+                        "(Runner.open(invokers=...): agents.invoke.process_handlers)")
+                runner._start_invoker(folder, invokers, invoke_config, machines,
                                       resumed=not opened.created)
             except BaseException:
                 runner.close()
@@ -688,13 +697,13 @@ class Runner:
         invoker = self.invoker
         return invoker.in_flight() if invoker is not None else []
 
-    def _start_invoker(self, folder: Path | None, agents: AgentResolver | None,
+    def _start_invoker(self, folder: Path | None, invokers: InvokeHandlers | None,
                        config: PollingConfiguration | None, machines: MachineResolver | None,
                        *, resumed: bool) -> None:
         self.invoker = Invoker(
             self.store, self.session_id, self.session.ir, spec_path=self.spec_path,
             folder=folder or _session_folder(self.store, self.session_id), clock=self.clock,
-            wake=self.wake, config=config, resolver=agents, machines=machines,
+            wake=self.wake, config=config, handlers=invokers, machines=machines,
             owner=self.lease.owner)
         active, context = self.session.active, self.session.context
         self._journal(self.invoker.recover(active, context) if resumed

@@ -3,6 +3,8 @@
 ``connect(url)`` opens a store by URL (SQLite, PostgreSQL, HTTP, ArangoDB); the function
 API the CLI uses is in :mod:`interlock.runtime.inbox.api`; the idle-only poller is
 :class:`interlock.runtime.inbox.poller.InboxPoller`.
+(Its configuration, ``InboxConfigError`` and ``PollerConfig``, is
+:mod:`interlock.runtime.config.inbox`.)
 """
 
 from typing import TYPE_CHECKING
@@ -12,7 +14,6 @@ import lazy_loader
 # Imported on first use: the CLI names the message statuses without loading the stores.
 __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "base": ["InboxAdapter"],
-    "config": ["InboxConfigError", "PollerConfig"],
     "connection": ["connect"],
     "model": ["BadRequest", "Claim", "InboxError", "InboxUnavailable", "InvalidTransition",
               "Message", "MessageLease", "StaleLease", "Status", "StatusChange",
@@ -20,13 +21,11 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
 })
 
 if TYPE_CHECKING:
+    from interlock.runtime.config.inbox import InboxError as InboxError
     from interlock.runtime.inbox.base import InboxAdapter as InboxAdapter
-    from interlock.runtime.inbox.config import InboxConfigError as InboxConfigError
-    from interlock.runtime.inbox.config import PollerConfig as PollerConfig
     from interlock.runtime.inbox.connection import connect as connect
     from interlock.runtime.inbox.model import BadRequest as BadRequest
     from interlock.runtime.inbox.model import Claim as Claim
-    from interlock.runtime.inbox.model import InboxError as InboxError
     from interlock.runtime.inbox.model import InboxUnavailable as InboxUnavailable
     from interlock.runtime.inbox.model import InvalidTransition as InvalidTransition
     from interlock.runtime.inbox.model import Message as Message

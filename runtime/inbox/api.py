@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from interlock.machines.durations import parse_duration
+from interlock.runtime.config.inbox import InboxConfigError, parse_store_url
 from interlock.runtime.inbox.base import DEFAULT_TIMEOUT, InboxAdapter
-from interlock.runtime.inbox.config import InboxConfigError, parse_store_url
 from interlock.runtime.inbox.connection import connect
 from interlock.runtime.inbox.model import Message, Status, parse_status
 

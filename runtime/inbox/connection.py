@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from interlock.runtime.config.inbox import StoreUrl, parse_store_url
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.inbox.base import DEFAULT_TIMEOUT, InboxAdapter
-from interlock.runtime.inbox.config import StoreUrl, parse_store_url
 
 
 def connect(url: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
             clock: Clock | None = None, root: Path | None = None) -> InboxAdapter:
-    """Open the inbox at ``url`` (see :mod:`interlock.runtime.inbox.config`; None: the
+    """Open the inbox at ``url`` (see :mod:`interlock.runtime.config.inbox`; None: the
     default SQLite file under ``root``). ``timeout`` bounds each HTTP or Arango request.
     Raises InboxConfigError for a bad URL and InboxUnavailable when the store cannot be
     opened."""

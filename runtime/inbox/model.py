@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from interlock.runtime.config.inbox import InboxError
+
 OPERATOR = "operator"  # the actor of a token-less update (the /poll commands)
 REAPER = "reaper"  # the actor of reclaim_expired
 
@@ -41,12 +43,6 @@ OPERATOR_MOVES: dict[Status, frozenset[Status]] = {
     Status.QUEUED: frozenset({Status.ACKED, Status.DONE, Status.FAILED}),
     **WORKER_MOVES,
 }
-
-
-class InboxError(Exception):
-    """Something the inbox refuses; the message is fit for a user."""
-
-    kind = "inbox_error"
 
 
 class UnknownMessage(InboxError):

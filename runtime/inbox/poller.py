@@ -36,19 +36,13 @@ from typing import Any
 
 from interlock.machines import Call, compile, load
 from interlock.machines.backends.base import CompiledMachine
-from interlock.runtime.builtin.specs import resolve_spec
+from interlock.runtime.config.inbox import InboxError, PollerConfig
+from interlock.runtime.engine.builtin_specs import resolve_spec
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.session import Session
 from interlock.runtime.host.owners import default_owner
 from interlock.runtime.inbox.base import InboxAdapter
-from interlock.runtime.inbox.config import PollerConfig
-from interlock.runtime.inbox.model import (
-    InboxError,
-    Message,
-    MessageLease,
-    Status,
-    UnknownMessage,
-)
+from interlock.runtime.inbox.model import Message, MessageLease, Status, UnknownMessage
 
 LOG = logging.getLogger("interlock.inbox")
 MIN_DELAY = 0.001  # a jittered delay never rounds down to a busy loop
@@ -125,7 +119,7 @@ class InboxPoller:
 
     def bindings(self) -> dict[str, Callable[[Call], Any]]:
         """The spec's guards and actions on this poller's adapter (also what the durable
-        ``inbox_poller`` built-in binds: runtime/builtin/inbox_poller.py)."""
+        ``inbox_poller`` built-in binds: runtime/inbox/builtin_poller.py)."""
         def reset_backoff(call: Call) -> None:
             call.context["consecutive_failures"] = 0
             call.context["backoff_delay"] = call.context["backoff_base"]

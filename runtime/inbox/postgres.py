@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from interlock.runtime.config.urls import redact_url
 from interlock.runtime.engine.clock import Clock, SystemClock
 from interlock.runtime.inbox._rows import (
     COLUMNS,
@@ -54,7 +55,6 @@ from interlock.runtime.inbox.model import (
     check_update,
     move_for,
 )
-from interlock.runtime.store.base import redact_url
 
 T = TypeVar("T")
 Conn = psycopg.Connection[tuple[Any, ...]]

@@ -35,10 +35,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from interlock.runtime.config.inbox import InboxError
 from interlock.runtime.inbox.base import DEFAULT_LEASE, InboxAdapter
 from interlock.runtime.inbox.model import (
     BadRequest,
-    InboxError,
     InboxUnavailable,
     InvalidTransition,
     StaleLease,

@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines.diagnostics import SpecError
+from interlock.runtime.config.inbox import InboxError, PollerConfig, load_poller_config
 from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.inbox.base import InboxAdapter
-from interlock.runtime.inbox.config import PollerConfig, load_poller_config
-from interlock.runtime.inbox.model import InboxError, Message, MessageLease, Status
+from interlock.runtime.inbox.model import Message, MessageLease, Status
 from interlock.runtime.inbox.poller import InboxPoller
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import Signal, make_signal

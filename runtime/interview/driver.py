@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from interlock.machines.bindings import Bindings
+from interlock.runtime.agents.invoke import process_handlers
 from interlock.runtime.engine.clock import Clock, SystemClock
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.runner import Runner
@@ -119,7 +120,7 @@ class Machines:
              context: Mapping[str, Any] | None = None, *, agent: str | None = None) -> Runner:
         """A runner holding the session: created with ``context``, or (None) resumed.
         ``agent`` plays its ``agent: poller`` invokes (default: :attr:`agent`)."""
-        from interlock.runtime.builtin.specs import resolve_spec
+        from interlock.runtime.engine.builtin_specs import resolve_spec
         from interlock.runtime.signals.session_feed import session_dir
 
         path = resolve_spec(spec)
@@ -129,7 +130,8 @@ class Machines:
         runner, _ = Runner.open(self.store, text, str(path), session_id=session_id,
                                 bindings=bound, clock=self.clock, context=context,
                                 ttl=self.ttl, folder=folder,
-                                agents=poller_resolver(self.root, agent or self.agent))
+                                invokers=process_handlers(
+                                    poller_resolver(self.root, agent or self.agent)))
         return runner
 
     def taken(self, session_id: str) -> bool:

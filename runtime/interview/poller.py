@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from interlock.runtime.agents.config import AgentConfig, load_agents, resolve_agent
-from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
-from interlock.runtime.engine.invoke_agents import AgentResolver, ResolvedAgent, agent_resolver
+from interlock.runtime.agents.invoke import AgentResolver, ResolvedAgent, agent_resolver
+from interlock.runtime.config.agents import AgentConfig, load_agents, resolve_agent
+from interlock.runtime.config.dispatch import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.interview.protocol import PollerReply, ProtocolError, parse_reply
 
 Stage = Literal["category", "narrow", "suggest", "refine"]

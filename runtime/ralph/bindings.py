@@ -14,8 +14,8 @@ from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from interlock.machines.bindings import Bindings, Call
-from interlock.runtime.agents.base import MUST_FIX_REASONS
-from interlock.runtime.ralph.config import IDENTITIES
+from interlock.runtime.config.ralph import IDENTITIES
+from interlock.runtime.engine.agent_output import MUST_FIX_REASONS
 from interlock.runtime.ralph.folder import RalphFolder, Task, now_iso, write_text
 from interlock.runtime.ralph.state import (
     Brief,

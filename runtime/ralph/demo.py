@@ -23,7 +23,7 @@ from rich.markup import escape
 from interlock.machines import load
 from interlock.machines.ir import build_ir
 from interlock.machines.render import render_mermaid
-from interlock.runtime.ralph.config import RalphConfig
+from interlock.runtime.config.ralph import RalphConfig
 from interlock.runtime.ralph.folder import RalphFolder
 from interlock.runtime.ralph.runner import RalphResult, RalphRun, spec_path
 from interlock.runtime.signals.writer import post_signal

@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from interlock.runtime.config.ralph import IDENTITIES
 from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.engine.session import Step
-from interlock.runtime.ralph.config import IDENTITIES
 from interlock.runtime.ralph.folder import now_iso
 from interlock.runtime.signals.consumer import Consumer
 from interlock.runtime.signals.mailbox import Mailbox

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import yaml
 
-from interlock.runtime.ralph.config import Gate, RalphConfigError, load_ralph_config
+from interlock.runtime.config.ralph import Gate, RalphConfigError, load_ralph_config
 
 OUTPUT_CAP = 16_000  # characters of a gate's output kept (its tail)
 TIMEOUT_EXIT = -9  # the exit recorded for a gate killed at its timeout

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from interlock.machines.durations import format_duration
-from interlock.runtime.ralph.config import RalphConfig, RetryPolicy
+from interlock.runtime.config.ralph import RalphConfig, RetryPolicy
 
 StopKind = Literal["max_iterations", "max_runtime", "max_cost", "no_progress"]
 STOP_KINDS: tuple[str, ...] = ("max_iterations", "max_runtime", "max_cost", "no_progress")

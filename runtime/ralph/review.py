@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from interlock.runtime.interview.staged import task_node
 from interlock.runtime.ralph.folder import RalphFolder
+from interlock.runtime.signals.staged import task_node
 
 EXECUTOR_UNIT = "Ralph-Executor"
 

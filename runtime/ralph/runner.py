@@ -35,11 +35,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from interlock.runtime.builtin.specs import builtin_spec_dir
+from interlock.runtime.agents.invoke import AgentResolver, agent_resolver, process_handlers
+from interlock.runtime.config.ralph import RalphConfig
+from interlock.runtime.engine.builtin_specs import builtin_spec_dir
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.host import HostPlugin, SessionHost
-from interlock.runtime.engine.invoke import AgentResolver
-from interlock.runtime.engine.invoke_agents import agent_resolver
 from interlock.runtime.engine.invoke_machine import (
     ChildMachine,
     MachineError,
@@ -51,7 +51,6 @@ from interlock.runtime.engine.session import Step
 from interlock.runtime.host.owners import default_owner
 from interlock.runtime.inbox.session import attach_inbox
 from interlock.runtime.ralph.bindings import make_bindings, to_correct
-from interlock.runtime.ralph.config import RalphConfig
 from interlock.runtime.ralph.feed import RalphFeed
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
 from interlock.runtime.ralph.limits import (
@@ -197,7 +196,7 @@ class RalphRun(HostPlugin):
                 context={"session_id": self.folder.id,
                          "knowledge_approval_timeout": self.config.knowledge_approval_timeout,
                          **(context or {})},
-                agents=agents,
+                invokers=process_handlers(agents),
                 machines=subagent_machines(self.root, self.config, attach, staged=store))
             # the inbox (interlock.yaml's inbox:) posts its messages into the mailbox as INFO
             inbox = attach_inbox(host.runner, self.store_url, self.root, self.note,

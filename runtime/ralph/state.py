@@ -68,7 +68,7 @@ class Spend(BaseModel):
     @classmethod
     def of_usage(cls, usage: Mapping[str, Any]) -> Spend:
         """One agent call's usage as the invoke reports it (``inputTokens``,
-        ``outputTokens``, ``costUsd``: ``interlock.runtime.agents.base.Usage``)."""
+        ``outputTokens``, ``costUsd``: ``interlock.runtime.engine.agent_output.Usage``)."""
         return cls(input_tokens=_number(usage.get("inputTokens"), int),
                    output_tokens=_number(usage.get("outputTokens"), int),
                    cost_usd=_number(usage.get("costUsd"), float))

@@ -26,15 +26,15 @@ import yaml
 
 from interlock.machines.bindings import Bindings, Call
 from interlock.machines.durations import format_duration
-from interlock.runtime.agents.base import TRANSIENT_REASONS
-from interlock.runtime.agents.prompts import render_prompt
 from interlock.runtime.agents.ralph_protocol import classify_steer
-from interlock.runtime.interview.staged import staged_prompt, task_node
-from interlock.runtime.ralph.config import RalphConfig
+from interlock.runtime.config.ralph import RalphConfig
+from interlock.runtime.engine.agent_output import TRANSIENT_REASONS
+from interlock.runtime.engine.prompts import render_prompt
 from interlock.runtime.ralph.folder import RalphFolder, Task, write_text
 from interlock.runtime.ralph.gates import GateReport, gate_decision
 from interlock.runtime.ralph.limits import backoff_delay, is_transient
 from interlock.runtime.ralph.state import CallRecord, SubagentContext, guard, spent, typed
+from interlock.runtime.signals.staged import staged_prompt, task_node
 
 PROMPTS = Path(__file__).parent / "prompts"
 DAY = 86_400.0  # the invoke timeout of an agent when invocation_timeout is off

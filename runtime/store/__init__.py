@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from interlock.runtime.config.urls import redact_url
 from interlock.runtime.store.base import (
     AgentProcessStore,
     AgentRecord,
@@ -26,7 +27,6 @@ from interlock.runtime.store.base import (
     StoreConnection,
     StoreError,
     StoreUnavailable,
-    redact_url,
 )
 
 __all__ = [

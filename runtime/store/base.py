@@ -25,7 +25,6 @@ lease expiry follows the runner's clock and tests drive it without sleeping.
 from __future__ import annotations
 
 import builtins
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -352,7 +351,3 @@ class Store(SessionStore, EventQueue, LeaseStore, AgentProcessStore, InvocationS
     invocations takes an :class:`InvocationStore`)."""
 
 
-def redact_url(url: str) -> str:
-    """``url`` with any password (``user:pw@`` or ``password=pw``) replaced by ``***``."""
-    url = re.sub(r"(://[^/@?#:]*):[^/?#]*@", r"\1:***@", url, count=1)
-    return re.sub(r"(?i)([?&]password=)[^&#]*", r"\1***", url)

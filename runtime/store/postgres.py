@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from interlock.runtime.config.urls import redact_url
 from interlock.runtime.store._common import (
     agent_exists,
     agent_from,
@@ -59,7 +60,6 @@ from interlock.runtime.store.base import (
     SpecSource,
     StoreError,
     StoreUnavailable,
-    redact_url,
 )
 
 T = TypeVar("T")

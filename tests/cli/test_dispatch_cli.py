@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from interlock.runtime.dispatch.process import DISPATCH_ID_VAR, group_members
-from interlock.runtime.host.orphans import reap_orphans
+from interlock.runtime.engine.orphans import reap_orphans
+from interlock.runtime.host.procfs import DISPATCH_ID_VAR, group_members
 from interlock.runtime.store import AgentRecord, open_store
 
 from support.cli import Cli

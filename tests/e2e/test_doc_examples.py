@@ -126,9 +126,9 @@ def test_every_whole_spec_and_project_file_a_page_shows_loads(doc: str, tmp_path
     import yaml
 
     from interlock.machines import load_checked
-    from interlock.runtime.agents.config import load_agents
-    from interlock.runtime.inbox.config import load_poller_config
-    from interlock.runtime.ralph.config import load_ralph_config
+    from interlock.runtime.config.agents import load_agents
+    from interlock.runtime.config.inbox import load_poller_config
+    from interlock.runtime.config.ralph import load_ralph_config
 
     for number, block in enumerate(_yaml_blocks(doc), 1):
         where = f"{doc} (yaml block {number})"

@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 
-from interlock.runtime.dispatch.process import carries_dispatch_id, group_members
+from interlock.runtime.host.procfs import carries_dispatch_id, group_members
 from interlock.runtime.store import AgentRecord, open_store
 
 from support.cli import Cli

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from interlock import runtime
-from interlock.runtime.agents.base import Usage
-from interlock.runtime.engine.invoke_agents import AgentResolver, ResolvedAgent
-from interlock.runtime.ralph.config import load_ralph_config
+from interlock.runtime.agents.invoke import AgentResolver, ResolvedAgent
+from interlock.runtime.config.ralph import load_ralph_config
+from interlock.runtime.engine.agent_output import Usage
 from interlock.runtime.ralph.runner import RalphRun
 from interlock.runtime.ralph.watch import render_text
 from interlock.runtime.store.sqlite import SqliteStore

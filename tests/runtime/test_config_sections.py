@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from interlock.machines.diagnostics import SpecError
-from interlock.runtime.agents.config import load_agents
-from interlock.runtime.dispatch.config import load_dispatch_config
-from interlock.runtime.inbox.config import load_poller_config
-from interlock.runtime.ralph.config import load_ralph_config
+from interlock.runtime.config.agents import load_agents
+from interlock.runtime.config.dispatch import load_dispatch_config
+from interlock.runtime.config.inbox import load_poller_config
+from interlock.runtime.config.ralph import load_ralph_config
 
 # section -> (its loader, the text up to the value of a duration setting, a text with a
 #             misspelt key, (that key, the key meant), (its codes: unknown key, bad duration))

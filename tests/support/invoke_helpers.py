@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines import Call
-from interlock.runtime.dispatch.process import group_members
+from interlock.runtime.agents.invoke import process_handlers
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.engine.session import Step
-from interlock.runtime.host.procfs import start_ticks
+from interlock.runtime.host.procfs import group_members, start_ticks
 from interlock.runtime.store.base import Store
 
 AGENT = Path(__file__).resolve().parent / "invoke" / "agent.py"
@@ -76,7 +76,7 @@ def open_runner(store: Store, spec: str, folder: Path, *, clock: Clock | None = 
                 session_id: str = "s1", owner: str | None = None) -> Runner:
     runner, _ = Runner.open(store, spec, str(folder / "spec.yaml"), session_id=session_id,
                             bindings=BINDINGS, clock=clock, owner=owner,
-                            folder=folder / "session")
+                            folder=folder / "session", invokers=process_handlers())
     return runner
 
 

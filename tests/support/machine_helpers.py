@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines import Call
+from interlock.runtime.agents.invoke import process_handlers
 from interlock.runtime.engine.invoke_machine import ChildMachine, MachineError, MachineRequest
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.base import Store
@@ -98,7 +99,7 @@ def open_parent(store: Store, tmp_path: Path, machines: Machines, *,
     text = (spec or PARENT).replace("ON_RESUME", on_resume)
     runner, _ = Runner.open(store, text, str(tmp_path / "parent.yaml"), session_id="p1",
                             bindings={"keep": keep}, folder=tmp_path / "session",
-                            machines=machines, owner=owner)
+                            machines=machines, owner=owner, invokers=process_handlers())
     return runner
 
 

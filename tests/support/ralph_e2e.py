@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from interlock.runtime.agents.role_names import ROLES
+from interlock.runtime.config.role_names import ROLES
 
 INTERLOCK = [sys.executable, "-m", "interlock.runtime.cli"]
 #: An executor slow enough for a signal to arrive while it runs (0.3 s a line of answer).

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.config.agents import AgentConfig
 from interlock.testing import ModelServer
 from interlock.testing.clis import CLIS, cli_env
 

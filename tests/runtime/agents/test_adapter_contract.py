@@ -32,9 +32,9 @@ from interlock.runtime.agents.adapters import (
     polling_for,
     read_result,
 )
-from interlock.runtime.agents.base import AGENT_CLIS, Usage
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.config.agents import AGENT_CLIS, AgentConfig
 from interlock.runtime.dispatch import DispatchResult, dispatch
+from interlock.runtime.engine.agent_output import Usage
 
 from support.paths import TESTS
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from interlock.runtime.agents.base import Usage
 from interlock.runtime.agents.claude import ClaudeAdapter
 from interlock.runtime.agents.codex import CodexAdapter
 from interlock.runtime.agents.gemini import GeminiAdapter
 from interlock.runtime.agents.opencode import OpencodeAdapter
+from interlock.runtime.engine.agent_output import Usage
 
 
 def jsonl(*events: dict[str, Any]) -> str:

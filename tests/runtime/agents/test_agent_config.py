@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from interlock.runtime.agents.config import (
+from interlock.runtime.config.agents import (
     CODES,
     ROLES,
     AgentConfig,

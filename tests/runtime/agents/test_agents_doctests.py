@@ -7,11 +7,12 @@ import importlib
 
 import pytest
 
-MODULES = ["config", "events", "preflight", "prompts", "roles"]
+MODULES = [f"interlock.runtime.{name}" for name in (
+    "config.agents", "agents.events", "agents.preflight", "engine.prompts", "agents.roles")]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name: str) -> None:
-    module = importlib.import_module(f"interlock.runtime.agents.{name}")
+    module = importlib.import_module(name)
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

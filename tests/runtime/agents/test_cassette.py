@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interlock.runtime.agents.base import AgentLaunch
 from interlock.runtime.agents.cassette import (
     CassetteError,
     CassetteMismatch,
@@ -25,7 +24,13 @@ from interlock.runtime.agents.cassette import (
     launch_digest,
     read_cassette,
 )
-from interlock.runtime.engine.invoke_agents import AgentResolver, ResolvedAgent, agent_resolver
+from interlock.runtime.agents.invoke import (
+    AgentResolver,
+    ResolvedAgent,
+    agent_resolver,
+    process_handlers,
+)
+from interlock.runtime.config.agents import AgentLaunch
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 
@@ -66,7 +71,8 @@ def play(store: SqliteStore, folder: Path, text: str, agents: AgentResolver,
          session_id: str = "s1") -> dict[str, Any]:
     """Run a session of ``text`` to its end; its ``outcome``."""
     runner, _ = Runner.open(store, text, str(folder / "spec.yaml"), session_id=session_id,
-                            bindings=BINDINGS, folder=folder / session_id, agents=agents)
+                            bindings=BINDINGS, folder=folder / session_id,
+                            invokers=process_handlers(agents))
     try:
         run_until(runner, lambda: runner.session.is_final or (
             any(s.endswith("_done") for s in runner.session.active)

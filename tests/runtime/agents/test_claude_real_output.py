@@ -54,7 +54,7 @@ def test_a_usage_error_before_any_event_comes_from_stderr() -> None:
 
 
 def test_permissions_map_to_claudes_own_modes() -> None:
-    from interlock.runtime.agents.config import AgentConfig
+    from interlock.runtime.config.agents import AgentConfig
 
     def argv(permissions: str | None) -> tuple[str, ...]:
         config = AgentConfig.model_validate({"cli": "claude", "permissions": permissions})

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from interlock.runtime.agents.base import AgentOutput
 from interlock.runtime.agents.codex import RUST_LOG, CodexAdapter
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.config.agents import AgentConfig
+from interlock.runtime.engine.agent_output import AgentOutput
 
 from support.paths import TESTS
 

@@ -13,9 +13,9 @@ import yaml
 
 from interlock.runtime.agents import roles
 from interlock.runtime.agents.adapters import agent_command, polling_for, read_result
-from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.ralph_protocol import classify_steer
 from interlock.runtime.agents.role_agent import HANG_STEP, run
+from interlock.runtime.config.agents import AgentConfig
 from interlock.runtime.dispatch import dispatch
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from interlock.runtime.agents.base import AgentOutput, Usage
-from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.gemini import GeminiAdapter
+from interlock.runtime.config.agents import AgentConfig
+from interlock.runtime.engine.agent_output import AgentOutput, Usage
 
 from support.paths import TESTS
 

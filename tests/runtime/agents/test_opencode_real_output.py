@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from interlock.runtime.agents.base import AgentOutput
-from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.opencode import OpencodeAdapter
+from interlock.runtime.config.agents import AgentConfig
+from interlock.runtime.engine.agent_output import AgentOutput
 
 from support.paths import TESTS
 

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from interlock import runtime
-from interlock.runtime.agents.config import AgentConfig
 from interlock.runtime.agents.preflight import (
     INSTALL,
     AgentCheck,
@@ -20,6 +19,7 @@ from interlock.runtime.agents.preflight import (
     check_agent,
     check_project,
 )
+from interlock.runtime.config.agents import AgentConfig
 from interlock.testing.clis import cli_env
 
 from support.real_clis import cli_path, require_cli

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from interlock.machines.diagnostics import Mark
-from interlock.runtime.agents.prompts import PromptError, render_prompt, signal_lines
+from interlock.runtime.engine.prompts import PromptError, render_prompt, signal_lines
 
 SIGNALS = [{"type": "STEER", "message": "scope: only the parser"},
            {"type": "INFO", "message": "the CI runs\non Python 3.12"}]

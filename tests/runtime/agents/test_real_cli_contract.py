@@ -22,10 +22,10 @@ from interlock.runtime.agents.adapters import (
     launch_command,
     polling_for,
 )
-from interlock.runtime.agents.base import AgentOutput
-from interlock.runtime.agents.config import AgentConfig
+from interlock.runtime.config.agents import AgentConfig
 from interlock.runtime.dispatch import Dispatch, DispatchResult, with_overrides
-from interlock.runtime.dispatch.process import carries_dispatch_id
+from interlock.runtime.engine.agent_output import AgentOutput
+from interlock.runtime.host.procfs import carries_dispatch_id
 from interlock.testing import cut, fail, say, write_file
 
 from support.real_clis import RealCli

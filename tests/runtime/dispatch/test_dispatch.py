@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from interlock.runtime.config.dispatch import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.dispatch import AgentCommand, Dispatch, dispatch_all
-from interlock.runtime.dispatch.config import PollingConfiguration, parse_dispatch_config
 from interlock.runtime.dispatch.output import OutputChunk
-from interlock.runtime.dispatch.process import SpawnOptions, group_members
+from interlock.runtime.dispatch.process import SpawnOptions
+from interlock.runtime.host.procfs import group_members
 
 from support.proc_helpers import agent_argv, cli_argv
 from support.stress import scaled

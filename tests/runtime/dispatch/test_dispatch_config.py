@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from interlock.machines.diagnostics import CODES, Diagnostic
-from interlock.runtime.dispatch.config import (
+from interlock.runtime.config.dispatch import (
     MIB,
     CompletionMarkerConfig,
     ConfigError,

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from interlock.machines import Call
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput, Usage
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.agents.invoke import ResolvedAgent, process_handlers
+from interlock.runtime.config.agents import AgentLaunch
+from interlock.runtime.config.dispatch import PollingConfiguration
+from interlock.runtime.engine.agent_output import AgentOutput, Usage
 from interlock.runtime.engine.clock import ManualClock
-from interlock.runtime.engine.invoke_agents import ResolvedAgent
 from interlock.runtime.engine.runner import Runner
+from interlock.runtime.engine.session import SessionError
 from interlock.runtime.store.sqlite import SqliteStore
 
 from support.invoke_helpers import (
@@ -208,7 +210,8 @@ def test_parallel_regions_each_invoke(store: SqliteStore, tmp_path: Path) -> Non
     spec = PARALLEL.format(qa=json.dumps(agent_argv("--delay", "0.3")),
                            security=json.dumps(agent_argv("--delay", "0.1")))
     runner, _ = Runner.open(store, spec, str(tmp_path / "r.yaml"), session_id="s1",
-                            bindings={"note": note}, folder=tmp_path / "session")
+                            bindings={"note": note}, folder=tmp_path / "session",
+                            invokers=process_handlers())
     try:
         assert len(runner.invocations_in_flight()) == 2
         run_until(runner, lambda: len(runner.session.context["results"]) == 2)
@@ -275,7 +278,7 @@ def test_an_agent_invoke_goes_through_the_resolver(store: SqliteStore, tmp_path:
 
     runner, _ = Runner.open(store, AGENT_SPEC, str(tmp_path / "agents.yaml"), session_id="s1",
                             bindings=BINDINGS, context={"area": "the cache"},
-                            folder=tmp_path / "session", agents=resolve)
+                            folder=tmp_path / "session", invokers=process_handlers(resolve))
     try:
         run_until(runner, lambda: runner.session.is_final)
     finally:
@@ -291,13 +294,28 @@ def test_an_agent_invoke_without_a_resolver_is_a_spawn_error(store: SqliteStore,
     (tmp_path / "prompt.j2").write_text("hi\n")
     runner, _ = Runner.open(store, AGENT_SPEC, str(tmp_path / "agents.yaml"), session_id="s1",
                             bindings=BINDINGS, context={"area": "x"},
-                            folder=tmp_path / "session")
+                            folder=tmp_path / "session", invokers=process_handlers())
     try:
         run_until(runner, lambda: runner.session.is_final)
     finally:
         runner.close()
     data = outcome(store)
     assert data["reason"] == "spawn_error" and "resolver" in data["message"]
+
+
+def test_an_invoke_of_a_kind_without_a_handler_fails_at_open(store: SqliteStore,
+                                                            tmp_path: Path) -> None:
+    """The engine runs no process itself: a spec with an ``agent:`` invoke opened without
+    the handlers for it (Runner.open(invokers=...)) is refused, naming the kind."""
+    (tmp_path / "prompt.j2").write_text("hi\n")
+    with pytest.raises(SessionError, match=r"agent invokes.*no handler for agent invokes"):
+        Runner.open(store, AGENT_SPEC, str(tmp_path / "agents.yaml"), session_id="s1",
+                    bindings=BINDINGS, context={"area": "x"}, folder=tmp_path / "session")
+    assert store.holder("s1") is None  # the lease is given back
+    with pytest.raises(SessionError, match=r"no handler for agent invokes"):
+        Runner.open(store, AGENT_SPEC, str(tmp_path / "agents.yaml"), session_id="s2",
+                    bindings=BINDINGS, context={"area": "x"}, folder=tmp_path / "session",
+                    invokers={"command": process_handlers()["command"]})
 
 
 def test_an_agents_own_dispatch_settings_apply(store: SqliteStore, tmp_path: Path) -> None:
@@ -311,7 +329,7 @@ def test_an_agents_own_dispatch_settings_apply(store: SqliteStore, tmp_path: Pat
 
     runner, _ = Runner.open(store, AGENT_SPEC, str(tmp_path / "agents.yaml"), session_id="s1",
                             bindings=BINDINGS, context={"area": "x"},
-                            folder=tmp_path / "session", agents=resolve)
+                            folder=tmp_path / "session", invokers=process_handlers(resolve))
     try:
         run_until(runner, lambda: runner.session.is_final)
     finally:
@@ -375,7 +393,7 @@ states:
     runner, _ = Runner.open(store, spec, str(tmp_path / "loop.yaml"), session_id="s1",
                             bindings={"count": count,
                                       "more": lambda call: call.context["done"] < 3},
-                            folder=tmp_path / "session")
+                            folder=tmp_path / "session", invokers=process_handlers())
     try:
         run_until(runner, lambda: runner.session.is_final)
     finally:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from interlock.machines import Call
+from interlock.runtime.agents.invoke import process_handlers
 from interlock.runtime.engine.faults import UnhandledFault
 from interlock.runtime.engine.lifecycle import cancel
 from interlock.runtime.engine.runner import Runner
@@ -54,7 +55,7 @@ states:
 def open_faulty(store: SqliteStore, tmp_path: Path, *, handled: bool) -> Runner:
     runner, _ = Runner.open(store, faulty_spec(handled=handled), str(tmp_path / "spec.yaml"),
                             session_id="s1", bindings={"explode": explode},
-                            folder=tmp_path / "session")
+                            folder=tmp_path / "session", invokers=process_handlers())
     return runner
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from interlock import runtime
-from interlock.runtime.builtin.inbox_poller import prompts_dir
+from interlock.runtime.inbox.builtin_poller import prompts_dir
 from interlock.runtime.inbox.model import Status
 from interlock.runtime.inbox.sqlite import SqliteInbox
 

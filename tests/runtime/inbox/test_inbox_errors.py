@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from interlock.machines.diagnostics import SpecError
-from interlock.runtime.inbox import api
-from interlock.runtime.inbox.config import (
+from interlock.runtime.config.inbox import (
     InboxConfigError,
     load_poller_config,
     parse_store_url,
 )
+from interlock.runtime.inbox import api
 from interlock.runtime.inbox.connection import connect
 from interlock.runtime.inbox.http import HttpInbox
 from interlock.runtime.inbox.model import InboxUnavailable, InvalidTransition, Status

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from interlock.runtime.config.inbox import PollerConfig
 from interlock.runtime.engine.clock import ManualClock, SystemClock
 from interlock.runtime.inbox import api
-from interlock.runtime.inbox.config import PollerConfig
 from interlock.runtime.inbox.model import InboxUnavailable, Message, Status
 from interlock.runtime.inbox.poller import InboxPoller, backoff_bound
 from interlock.runtime.inbox.sqlite import SqliteInbox

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from interlock.machines.bindings import Call
+from interlock.runtime.agents.invoke import process_handlers
+from interlock.runtime.config.inbox import PollerConfig
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.engine.runner import Runner
-from interlock.runtime.inbox.config import PollerConfig
 from interlock.runtime.inbox.model import Message, MessageLease, Status
 from interlock.runtime.inbox.session import (
     InboxCount,
@@ -122,7 +123,8 @@ states:
     async def main() -> None:
         runner, _ = await asyncio.to_thread(
             Runner.open, store, spec.read_text(), str(spec), session_id="s1",
-            bindings={"keep": _keep}, folder=tmp_path / "session")
+            bindings={"keep": _keep}, folder=tmp_path / "session",
+            invokers=process_handlers())
         stop = asyncio.Event()
         running = asyncio.create_task(runner.run(stop))
         inbox, adapter = _inbox(runner, tmp_path, clock)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from interlock.machines import build_ir, compile, load
-from interlock.runtime.builtin.specs import resolve_spec
+from interlock.runtime.engine.builtin_specs import resolve_spec
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.engine.session import Session
 from interlock.runtime.interview.bindings import poller_bindings

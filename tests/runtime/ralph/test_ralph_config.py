@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from interlock.runtime.ralph import config as config_module
-from interlock.runtime.ralph.config import RalphConfig, RalphConfigError, load_ralph_config
+from interlock.runtime.config import ralph as config_module
+from interlock.runtime.config.ralph import RalphConfig, RalphConfigError, load_ralph_config
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -107,7 +107,7 @@ def test_with_overrides_validates_and_names_the_option() -> None:
 
 def test_role_agents_are_the_demo_roles_only_without_an_agents_section(tmp_path: Path
                                                                         ) -> None:
-    from interlock.runtime.ralph.config import role_agents
+    from interlock.runtime.config.ralph import role_agents
 
     assert {a.cli for a in role_agents(tmp_path).values()} == {"demo"}
     assert len(role_agents(tmp_path)) == 5

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from interlock.machines.bindings import Call
+from interlock.runtime.agents.invoke import process_handlers
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.host.owners import default_owner
 from interlock.runtime.ralph.feed import ORCHESTRATOR, RalphFeed
@@ -54,7 +55,7 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 def open_session(store: SqliteStore, tmp_path: Path, spec: str, session_id: str) -> Runner:
     runner, _ = Runner.open(store, spec, str(tmp_path / f"{session_id}.yaml"),
                             session_id=session_id, bindings={"take": take},
-                            folder=tmp_path / session_id)
+                            folder=tmp_path / session_id, invokers=process_handlers())
     return runner
 
 

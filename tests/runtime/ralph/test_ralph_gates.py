@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from interlock.runtime.config.ralph import Gate
 from interlock.runtime.ralph import gates as gates_module
-from interlock.runtime.ralph.config import Gate
 from interlock.runtime.ralph.gates import (
     GateReport,
     GateResult,

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from interlock.runtime.config.ralph import RalphConfig, RetryPolicy
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.ralph import limits as limits_module
-from interlock.runtime.ralph.config import RalphConfig, RetryPolicy
 from interlock.runtime.ralph.limits import (
     ProgressSnapshot,
     ProgressWatch,

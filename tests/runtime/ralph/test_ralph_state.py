@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from interlock.machines import loads
 from interlock.machines.bindings import Call
-from interlock.runtime.builtin.specs import builtin_spec_dir
+from interlock.runtime.engine.builtin_specs import builtin_spec_dir
 from interlock.runtime.ralph import state as state_module
 from interlock.runtime.ralph.state import (
     CallRecord,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from interlock.runtime.agents.invoke import process_handlers
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 
@@ -14,5 +15,6 @@ from support.invoke_helpers import BINDINGS, run_to_the_end
 store_path, spec_path, folder = sys.argv[1:4]
 store = SqliteStore(store_path)
 runner, _ = Runner.open(store, Path(spec_path).read_text(), spec_path, session_id="s1",
-                        bindings=BINDINGS, folder=Path(folder))
+                        bindings=BINDINGS, folder=Path(folder),
+                        invokers=process_handlers())
 run_to_the_end(runner, store)

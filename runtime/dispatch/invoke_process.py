@@ -23,31 +23,20 @@ import contextlib
 import dataclasses
 import os
 import shutil
-import signal
 import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from interlock.machines.ir import InvokeIR
-from interlock.runtime.agents.base import AgentOutput, Usage
-from interlock.runtime.agents.prompts import PromptError, render_prompt
-from interlock.runtime.dispatch.config import PollingConfiguration
+from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.dispatch.output import Stream
 from interlock.runtime.dispatch.polling import Dispatch
-from interlock.runtime.dispatch.process import (
-    DISPATCH_ID_VAR,
-    READ_SIZE,
-    AgentProcess,
-    SpawnError,
-    carries_dispatch_id,
-    group_members,
-    working_folder,
-)
+from interlock.runtime.dispatch.process import READ_SIZE, AgentProcess, SpawnError, working_folder
 from interlock.runtime.dispatch.result import DispatchResult
 from interlock.runtime.dispatch.types import AgentCommand, ProcessRun
+from interlock.runtime.engine.agent_output import AgentOutput, Usage
 from interlock.runtime.engine.invoke_handler import (
     START_WAIT,
     Flight,
@@ -57,7 +46,14 @@ from interlock.runtime.engine.invoke_handler import (
     spawn_error_data,
     time_left,
 )
-from interlock.runtime.host.procfs import start_ticks
+from interlock.runtime.engine.prompts import PromptError, render_prompt
+from interlock.runtime.host.procfs import (
+    DISPATCH_ID_VAR,
+    carries_dispatch_id,
+    find_unnoted,
+    group_members,
+    start_ticks,
+)
 
 # Seconds between reads of the spool files while the agent runs: often at first (an
 # offline agent answers within a second), then less (a real agent works for minutes, and
@@ -257,57 +253,6 @@ class SpooledAgent(AgentProcess):
         if self._popen_child is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._popen_child.wait(timeout=1)
-
-
-def stop_group(pid: int | None, ticks: str | None, dispatch_id: str, grace: float,
-               sleep: Callable[[float], None]) -> bool:
-    """Stop what is left of an agent a dead runner started (TERM, KILL after ``grace``),
-    if it is still ours; True when something was signalled."""
-
-    def ours() -> list[int]:
-        if pid is None:  # never noted: find it by its dispatch id
-            return [p for p in _all_pids() if carries_dispatch_id(p, dispatch_id)]
-        return [p for p in group_members(pid) if carries_dispatch_id(p, dispatch_id)]
-
-    members = ours()
-    if not members:
-        return False
-    groups = {pid} if pid is not None else {os.getpgid(p) for p in members if _exists(p)}
-    for signum, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        for group in groups:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, signum)
-        deadline = time.monotonic() + wait
-        while ours() and time.monotonic() < deadline:
-            sleep(0.005)
-        if not ours():
-            break
-    return True
-
-
-def find_unnoted(dispatch_id: str) -> tuple[int, str] | None:
-    """The (pid, start ticks) of the live shim a runner started for ``dispatch_id`` but
-    died before noting (its row has no pid): the process that leads its own group and
-    carries the id. None when no such process runs."""
-    for pid in _all_pids():
-        with contextlib.suppress(OSError):
-            if os.getpgid(pid) == pid and carries_dispatch_id(pid, dispatch_id):
-                ticks = start_ticks(pid)
-                if ticks is not None:
-                    return pid, ticks
-    return None
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    return True
-
-
-def _all_pids() -> list[int]:
-    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
 
 
 class SpooledDriver:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines.bindings import Bindings, Call
-from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
-from interlock.runtime.builtin.poller_interview import stager
+from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, DemoDriver
 from interlock.runtime.interview.bindings import menu_bindings
+from interlock.runtime.interview.builtin_poller_interview import stager
 
 DEMO_ANSWERS: tuple[Any, ...] = ("A", "A", "X", "D", ["B", "C"], "A")
 

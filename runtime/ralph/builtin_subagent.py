@@ -12,8 +12,8 @@ for real and ends ``completed``.
 from __future__ import annotations
 
 from interlock.machines.bindings import Bindings
-from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
-from interlock.runtime.ralph.config import load_ralph_config
+from interlock.runtime.config.ralph import load_ralph_config
+from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, DemoDriver
 from interlock.runtime.ralph.folder import RalphFolder, Task
 from interlock.runtime.ralph.subagent import subagent_bindings
 

@@ -33,14 +33,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from interlock.machines.diagnostics import SpecError, error
 from interlock.machines.settings import Duration, Section, section_diagnostics
 from interlock.machines.yamlsrc import SourceMap
-from interlock.runtime.host.project_file import project_section, read_project_file
-from interlock.runtime.inbox.model import InboxError
+from interlock.runtime.config.project_file import project_section, read_project_file
+from interlock.runtime.config.urls import redact_url
 
 SECTION = "inbox"
 DEFAULT_STORE = Path(".interlock") / "inbox.db"
 _COLLECTION = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,255}$")
 
 Kind = Literal["sqlite", "postgresql", "http", "arango"]
+
+
+class InboxError(Exception):
+    """Something the inbox refuses; the message is fit for a user."""
+
+    kind = "inbox_error"
 
 
 class InboxConfigError(InboxError):
@@ -141,8 +147,6 @@ def _arango(url: str) -> StoreUrl:
 
 
 def _redact(url: str) -> str:
-    from interlock.runtime.store.base import redact_url
-
     return redact_url(url)
 
 
@@ -200,7 +204,7 @@ def load_poller_config(path: Path | None = None, *, start: Path | None = None
                        ) -> PollerConfig | None:
     """The ``inbox:`` section of the project file (found from ``start`` when no ``path``);
     None when there is no file or no section."""
-    from interlock.runtime.dispatch.config import find_project_config
+    from interlock.runtime.config.dispatch import find_project_config
 
     if path is None:
         path = find_project_config(start)

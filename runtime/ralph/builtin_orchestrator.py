@@ -22,12 +22,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from interlock.machines.bindings import Bindings
-from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
+from interlock.runtime.config.project_file import PROJECT_FILE
+from interlock.runtime.config.ralph import load_ralph_config
+from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, DemoDriver
 from interlock.runtime.engine.host import SessionHost
 from interlock.runtime.engine.session import Step
-from interlock.runtime.host.project_file import PROJECT_FILE
 from interlock.runtime.ralph.bindings import make_bindings
-from interlock.runtime.ralph.config import load_ralph_config
 from interlock.runtime.ralph.folder import RalphFolder
 from interlock.runtime.ralph.runner import RalphRun
 from interlock.runtime.store import Store

@@ -1,4 +1,5 @@
-"""Agent process groups recorded in the store, and stopping those a dead dispatcher left.
+"""Stopping the agent process groups a dead dispatcher or runner left (the registry that
+records them is :mod:`interlock.runtime.dispatch.registry`).
 
 A dispatcher records each agent's process group before reading a byte from it and forgets
 it once the group is gone. If the dispatcher is SIGKILLed in between, the record stays;
@@ -17,27 +18,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from interlock.runtime.dispatch.process import AgentProcess, carries_dispatch_id, group_members
-from interlock.runtime.host.owners import default_owner, owner_is_dead
+from interlock.runtime.host.owners import owner_is_dead
+from interlock.runtime.host.procfs import carries_dispatch_id, group_members
 from interlock.runtime.store.base import AgentProcessStore, AgentRecord
-
-
-class StoreRegistry:
-    """An :class:`~interlock.runtime.dispatch.types.AgentRegistry` on a store."""
-
-    def __init__(self, store: AgentProcessStore, owner: str | None = None,
-                 session_id: str | None = None) -> None:
-        self.store = store
-        self.owner = owner or default_owner("dispatch")
-        self.session_id = session_id
-
-    def started(self, dispatch_id: str, process: AgentProcess, started_at: float) -> None:
-        self.store.record_agent(AgentRecord(
-            id=dispatch_id, pgid=process.pgid, pid=process.pid, owner=self.owner,
-            argv=process.argv, started_at=started_at, session_id=self.session_id))
-
-    def stopped(self, dispatch_id: str) -> None:
-        self.store.forget_agent(dispatch_id)
 
 
 @dataclass(frozen=True, slots=True)

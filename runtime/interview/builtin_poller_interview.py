@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from interlock.machines.bindings import Bindings
-from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
+from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, DemoDriver
 from interlock.runtime.interview.bindings import StageConfig, poller_bindings
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -34,11 +35,31 @@ from interlock.machines.diagnostics import Diagnostic, SpecError, error
 from interlock.machines.settings import Duration, Rule, Section, section_diagnostics
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap
-from interlock.runtime.agents.base import AgentCli, AgentLaunch, Permissions
-from interlock.runtime.agents.role_names import EDITING_ROLES, ROLES, Role
-from interlock.runtime.host.project_file import project_section, read_project_file
+from interlock.runtime.config.project_file import project_section, read_project_file
+from interlock.runtime.config.role_names import EDITING_ROLES, ROLES, Role
 
 SECTION = "agents"
+
+AgentCli = Literal["claude", "codex", "opencode", "gemini", "command", "demo"]
+AGENT_CLIS: tuple[str, ...] = ("claude", "codex", "opencode", "gemini", "command", "demo")
+
+# What an agent may do in its working folder (``permissions:`` of an agent): read only,
+# edit files there, or run commands too. Each adapter maps it to its CLI's own flags.
+Permissions = Literal["read-only", "edit", "full"]
+PERMISSIONS: tuple[str, ...] = ("read-only", "edit", "full")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLaunch:
+    """How to start the agent: an argv (never a shell line), the text for its stdin (then
+    closed; None: /dev/null), extra environment, and a working folder (None: inherited)."""
+
+    argv: tuple[str, ...]
+    stdin: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
 # Agent names a built-in spec invokes that stand for a demo role offline: the poller of
 # the review interview (specs/poller_interview.yaml, seed 000) asks as the questioner.
 DEMO_STAND_INS: dict[str, Role] = {"poller": "questioner"}

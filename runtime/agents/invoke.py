@@ -5,15 +5,15 @@ seam to ``runtime/agents``) what ``agent: NAME`` runs with the rendered prompt, 
 the dispatcher's command from that launch through the adapters
 (:func:`~interlock.runtime.agents.adapters.launch_command`), and continues the agent's
 CLI conversation when the invoke says ``continue:``. The process is spooled and adopted
-like a command's (:class:`~interlock.runtime.engine.invoke_process.ProcessHandler`).
+like a command's (:class:`~interlock.runtime.dispatch.invoke_process.ProcessHandler`).
 
 The project's resolver (:func:`agent_resolver`): ``agent: NAME`` names an agent of
-``interlock.yaml``'s ``agents:`` (runtime/agents/config.py); without an ``agents:``
+``interlock.yaml``'s ``agents:`` (runtime/config/agents.py); without an ``agents:``
 section (or without the file), the built-in demo role of that name (``executor``,
 ``reviewer``, ...) runs offline. The agent's adapter builds the launch and reads its
 output; its ``timeout`` and ``outputFormat`` go into the dispatch settings. A tool call
 the CLI refused fails the call (``permission_denied``) when the agent is there to change
-files (:func:`~interlock.runtime.agents.config.must_edit`).
+files (:func:`~interlock.runtime.config.agents.must_edit`).
 """
 
 from __future__ import annotations
@@ -26,17 +26,24 @@ from typing import Any
 
 from interlock.machines.ir import InvokeIR
 from interlock.runtime.agents.adapters import adapter_for, launch_command, polling_for
-from interlock.runtime.agents.base import AgentLaunch, AgentOutput
-from interlock.runtime.agents.config import load_agents, must_edit, resolve_agent
-from interlock.runtime.dispatch.config import PollingConfiguration
-from interlock.runtime.engine.invoke_handler import InvokeError, InvokeHost, templated
-from interlock.runtime.engine.invoke_process import (
+from interlock.runtime.config.agents import AgentLaunch, load_agents, must_edit, resolve_agent
+from interlock.runtime.config.dispatch import PollingConfiguration
+from interlock.runtime.config.project_file import PROJECT_FILE
+from interlock.runtime.dispatch.invoke_command import CommandHandler
+from interlock.runtime.dispatch.invoke_process import (
     ProcessCommand,
     ProcessHandler,
     Reader,
     Spool,
 )
-from interlock.runtime.host.project_file import PROJECT_FILE
+from interlock.runtime.engine.agent_output import AgentOutput
+from interlock.runtime.engine.invoke_handler import (
+    HandlerFactory,
+    InvokeError,
+    InvokeHost,
+    InvokeKind,
+    templated,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,16 @@ class AgentHandler(ProcessHandler):
         except OSError:
             return None
         return read(stdout, stderr).session
+
+
+def process_handlers(agents: AgentResolver | None = None) -> dict[InvokeKind, HandlerFactory]:
+    """The handlers of ``agent:`` invokes (resolved by ``agents``; None: each fails with a
+    ``spawn_error``) and ``command:`` invokes, for ``Runner.open(invokers=...)``."""
+
+    def agent(host: InvokeHost) -> AgentHandler:
+        return AgentHandler(host, agents)
+
+    return {"agent": agent, "command": CommandHandler}
 
 
 def agent_resolver(root: Path, base: PollingConfiguration | None = None) -> AgentResolver:

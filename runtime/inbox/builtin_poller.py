@@ -27,12 +27,12 @@ from typing import Any
 
 from interlock.machines import load
 from interlock.machines.bindings import Binding, Bindings, Call
-from interlock.runtime.builtin.machines import Builtin, BuiltinSetup, DemoDriver
-from interlock.runtime.builtin.specs import resolve_spec
+from interlock.runtime.config.inbox import InboxError, PollerConfig, load_poller_config
+from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, DemoDriver
+from interlock.runtime.engine.builtin_specs import resolve_spec
 from interlock.runtime.engine.clock import SystemClock
-from interlock.runtime.inbox.config import PollerConfig, load_poller_config
 from interlock.runtime.inbox.connection import connect
-from interlock.runtime.inbox.model import InboxError, Message
+from interlock.runtime.inbox.model import Message
 from interlock.runtime.inbox.poller import InboxPoller
 
 LOG = logging.getLogger("interlock.inbox")

@@ -3,7 +3,7 @@
 ``invoke: {id: lint, command: [ruff, check, "{{ context.path }}"]}`` runs the argv (each
 item a template over the context) with the rendered prompt, if any, on stdin; its stdout
 is the answer. The process is spooled and adopted like an agent's
-(:class:`~interlock.runtime.engine.invoke_process.ProcessHandler`).
+(:class:`~interlock.runtime.dispatch.invoke_process.ProcessHandler`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from interlock.machines.ir import InvokeIR
+from interlock.runtime.dispatch.invoke_process import ProcessCommand, ProcessHandler
 from interlock.runtime.dispatch.types import AgentCommand
 from interlock.runtime.engine.invoke_handler import templated
-from interlock.runtime.engine.invoke_process import ProcessCommand, ProcessHandler
 
 
 class CommandHandler(ProcessHandler):

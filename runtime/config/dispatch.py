@@ -41,7 +41,7 @@ from interlock.machines.diagnostics import Diagnostic, SpecError, error
 from interlock.machines.settings import Duration, Rule, Section, section_diagnostics
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap
-from interlock.runtime.host.project_file import PROJECT_FILE, project_section, read_project_file
+from interlock.runtime.config.project_file import PROJECT_FILE, project_section, read_project_file
 
 SECTION = "dispatch"
 FLAGS_FILE = "<command line>"

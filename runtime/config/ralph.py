@@ -60,9 +60,9 @@ from interlock.machines.diagnostics import Mark, SpecError, error
 from interlock.machines.settings import Duration, Rule, Section, section_diagnostics
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap
-from interlock.runtime.agents.config import AgentConfig, load_agents, resolve_agent
-from interlock.runtime.agents.role_names import ROLES
-from interlock.runtime.host.project_file import PROJECT_FILE, project_section, read_project_file
+from interlock.runtime.config.agents import AgentConfig, load_agents, resolve_agent
+from interlock.runtime.config.project_file import PROJECT_FILE, project_section, read_project_file
+from interlock.runtime.config.role_names import ROLES
 
 SECTION = "ralph"
 IDENTITIES: dict[str, str] = {

@@ -1,0 +1,1 @@
+"""interlock.yaml: one reader (:mod:`.project_file`), one loader per section."""
