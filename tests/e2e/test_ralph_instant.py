@@ -102,7 +102,7 @@ def test_inbox_messages_reach_a_ralph_session_as_info_through_its_mailbox(
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.05)
         assert run("ralph", "resume", "s").returncode == 0
-        out, err = proc.communicate(timeout=120)
+        _out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
