@@ -23,6 +23,9 @@ from interlock.runtime.config.ralph import (
     RalphConfigError,
     load_ralph_config,
 )
+from interlock.runtime.engine.host import HostPlugin
+from interlock.runtime.engine.runner import Runner
+from interlock.runtime.inbox.session import attach_inbox
 from interlock.runtime.ralph.feed import take_signals
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
 from interlock.runtime.ralph.review import (
@@ -36,6 +39,7 @@ from interlock.runtime.ralph.review import (
 )
 from interlock.runtime.ralph.runner import RalphResult, RalphRun
 from interlock.runtime.ralph.status import RalphStatus, build_status
+from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SignalError, check_identifier
 
 __all__ = [
@@ -135,7 +139,18 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
     with translated():
         return await RalphRun(folder.root, session_id, config, store_url=store,
                               agents=wrap, on_note=on_note, on_review=on_review,
-                              wait=wait).run(stop)
+                              wait=wait, more=_inbox(store, folder.root, on_note)).run(stop)
+
+
+def _inbox(store: str | None, root: Path, on_note: Callable[[str], None] | None
+           ) -> Callable[[Runner, Mailbox], HostPlugin | None]:
+    """The inbox poller of a Ralph session (when interlock.yaml has ``inbox:``): it posts
+    each message into the session's mailbox as INFO."""
+
+    def attach(runner: Runner, mailbox: Mailbox) -> HostPlugin | None:
+        return attach_inbox(runner, store, root, on_note, mailbox=mailbox)
+
+    return attach
 
 
 async def _check_roles(root: Path, on_note: Callable[[str], None] | None) -> None:

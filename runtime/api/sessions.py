@@ -35,6 +35,7 @@ from interlock.runtime.engine.runner import new_session_id
 from interlock.runtime.engine.session import Step
 from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.inbox.session import InboxCount, attach_inbox, inbox_count
+from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SignalError, check_identifier
 from interlock.runtime.signals.session_feed import SignalFeed
 from interlock.runtime.store import (
@@ -279,11 +280,15 @@ async def _run(host: SessionHost, builtin: Builtin | None, port: SessionPort,
                demo: bool, assembled: bool) -> RunResult:
     """Run an opened session with its plugins: the inbox poller (when interlock.yaml has
     ``inbox:``), the live-signal feed, a built-in's watchers; a host a built-in
-    ``assembled`` (``open_host``) came with its own signal feed, and takes no inbox."""
+    ``assembled`` (``open_host``, a Ralph session) came with its own signal feed, and
+    takes the inbox's messages through its mailbox."""
     runner = host.runner
     try:
         feed = SignalFeed(store, root, signals_as) if signals and not assembled else None
-        inbox = None if assembled else attach_inbox(runner, store, root, host.note)
+        # an assembled (Ralph) session takes inbox messages through its mailbox, as INFO
+        inbox = attach_inbox(runner, store, root, host.note,
+                             mailbox=session_mailbox(root, runner.session_id) if assembled
+                             else None)
     except BaseException:
         runner.close()
         raise
@@ -308,6 +313,13 @@ def _invokes(root: Path, session_id: str, bindings: Bindings,
     return {"folder": session_dir(root, session_id),
             "invokers": process_handlers(agent_resolver(root)),
             "machines": machine_resolver(root, bindings, demo=demo)}
+
+
+def session_mailbox(root: Path, session_id: str) -> Mailbox:
+    """The mailbox of session ``session_id`` (the one rule of signals/addressing)."""
+    from interlock.runtime.signals.addressing import session_mailbox_dir
+
+    return Mailbox(session_mailbox_dir(root, session_id))
 
 
 def _setup(session_id: str, root: Path, demo: bool, port: SessionPort,

@@ -14,8 +14,8 @@ opens it and is its plugin, giving that composition its outside world:
   cassette's recorder or player with ``--record``/``--replay``) and the machine resolver
   that binds ``ralph_subagent`` to this session folder;
 - the mailbox (:class:`~interlock.runtime.ralph.feed.RalphFeed`): Poll-Signals for the
-  orchestrator and the subagent running under it; with ``inbox:`` in interlock.yaml, the
-  inbox poller posts each message into it as INFO, while no subagent runs;
+  orchestrator and the subagent running under it (with ``inbox:`` in interlock.yaml, the
+  façade adds the inbox poller, which posts each message into it as INFO);
 - the limits (iterations, runtime, cost, no progress), checked after every step of the
   orchestrator and at the runtime's deadline: the session stops, resumable, with the stop
   reason in ``metadata.yaml``;
@@ -49,7 +49,6 @@ from interlock.runtime.engine.invoke_machine import (
 from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.engine.session import Step
 from interlock.runtime.host.owners import default_owner
-from interlock.runtime.inbox.session import attach_inbox
 from interlock.runtime.ralph.bindings import make_bindings, to_correct
 from interlock.runtime.ralph.feed import RalphFeed
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
@@ -62,6 +61,7 @@ from interlock.runtime.ralph.limits import (
 )
 from interlock.runtime.ralph.state import OrchestratorContext
 from interlock.runtime.ralph.subagent import StagedConfigs, subagent_bindings
+from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.store import Store, open_store
 from interlock.runtime.store.base import SessionNotFound
 
@@ -71,6 +71,9 @@ RALPH_STATES = ("PLANNING", "EXECUTING_BATCH", "REVIEWING_BATCH", "REPLANNING",
                 "KNOWLEDGE_APPROVAL", "PAUSED", "ABORTING", "COMPLETE")
 Notify = Callable[[str], None]
 WrapAgents = Callable[[AgentResolver], AgentResolver]
+# A plugin the caller adds to the session's host (the façade: the inbox poller, which
+# posts its messages into the mailbox as INFO), given the runner and the mailbox.
+MorePlugins = Callable[[Runner, Mailbox], HostPlugin | None]
 # The review menu in ralph run's terminal, for the rejected tasks waiting for a
 # correction (ralph.review_rejections); False: the human stopped it (the run stops).
 Review = Callable[[list[str]], bool]
@@ -132,8 +135,9 @@ class RalphRun(HostPlugin):
     def __init__(self, root: Path, session_id: str, config: RalphConfig, *,
                  store_url: str | None = None, agents: WrapAgents | None = None,
                  on_note: Notify | None = None, on_review: Review | None = None,
-                 wait: bool = False) -> None:
+                 wait: bool = False, more: MorePlugins | None = None) -> None:
         self.root = root
+        self.more = more  # another plugin for its host, given the runner and the mailbox
         self.folder = RalphFolder(root, session_id)
         self.config = config
         self.store_url = store_url
@@ -198,14 +202,12 @@ class RalphRun(HostPlugin):
                          **(context or {})},
                 invokers=process_handlers(agents),
                 machines=subagent_machines(self.root, self.config, attach, staged=store))
-            # the inbox (interlock.yaml's inbox:) posts its messages into the mailbox as INFO
-            inbox = attach_inbox(host.runner, self.store_url, self.root, self.note,
-                                 mailbox=feed.mailbox)
+            more = self.more(host.runner, feed.mailbox) if self.more is not None else None
         except BaseException:
             feed.store.close()
             raise
         self.feed = feed
-        return host.add(self, feed, inbox)
+        return host.add(self, feed, more)
 
     async def run(self, stop: asyncio.Event | None = None) -> RalphResult:
         """Open the session's host and run it to its end (see :class:`RalphResult`)."""
