@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interlock.machines.diagnostics import Diagnostic, Mark, did_you_mean, error, warning
 from interlock.machines.events import descriptor_matches
@@ -46,8 +46,10 @@ from interlock.machines.ir import (
     StateKind,
     TransitionKind,
 )
-from interlock.machines.templates import template_syntax_error
 from interlock.machines.yamlsrc import MAX_BYTES
+
+if TYPE_CHECKING:
+    from interlock.machines.templates import TemplateProblem
 
 
 def check_invokes(ir: MachineIR, agents: Collection[str] | None = None) -> Iterator[Diagnostic]:
@@ -164,7 +166,7 @@ def template_mark(value: Mark, text: str, line: int) -> Mark:
 
 
 def _syntax(text: str, value: Mark, what: str) -> Iterator[Diagnostic]:
-    problem = template_syntax_error(text)
+    problem = _syntax_error(text)
     if problem is not None:
         yield error("M219", f"Jinja2 syntax error in {what}: {problem.message}",
                     template_mark(value, text, problem.line),
@@ -207,7 +209,7 @@ def _check_prompt_file(ir: MachineIR, invoke: InvokeIR, name: str) -> Iterator[D
     except UnicodeDecodeError as exc:
         yield error("M218", f"{what} is not UTF-8 text (byte 0x{raw[exc.start]:02x})", mark)
         return
-    problem = template_syntax_error(text)
+    problem = _syntax_error(text)
     if problem is not None:
         yield error("M219", f"Jinja2 syntax error in {what}: {problem.message}",
                     Mark(str(path), problem.line, 1),
@@ -395,3 +397,11 @@ def _check_heard(
         mark,
         f"move the transition to {invoking[0]!r} or to a state around it",
     )
+
+
+def _syntax_error(text: str) -> TemplateProblem | None:
+    """Jinja2's complaint about ``text``, if any (Jinja2 loads only for a spec with
+    templates to check: every CLI call lints, few have any)."""
+    from interlock.machines.templates import template_syntax_error
+
+    return template_syntax_error(text)

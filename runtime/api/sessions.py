@@ -37,7 +37,6 @@ from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.inbox.session import InboxCount, attach_inbox, inbox_count
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SignalError, check_identifier
-from interlock.runtime.signals.session_feed import SignalFeed
 from interlock.runtime.store import (
     JournalEntry,
     SessionRow,
@@ -282,6 +281,8 @@ async def _run(host: SessionHost, builtin: Builtin | None, port: SessionPort,
     ``inbox:``), the live-signal feed, a built-in's watchers; a host a built-in
     ``assembled`` (``open_host``, a Ralph session) came with its own signal feed, and
     takes the inbox's messages through its mailbox."""
+    from interlock.runtime.signals.session_feed import SignalFeed  # watchdog: when run
+
     runner = host.runner
     try:
         feed = SignalFeed(store, root, signals_as) if signals and not assembled else None

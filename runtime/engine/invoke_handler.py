@@ -23,7 +23,6 @@ from interlock.machines.ir import InvokeIR
 from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.engine.agent_output import FAILURE_REASONS, Usage
 from interlock.runtime.engine.clock import Clock
-from interlock.runtime.engine.prompts import PromptError, render_input
 from interlock.runtime.store.base import InvocationRecord, Store
 
 REASONS = ("spawn_error", "exit_nonzero", "timeout", "invalid_answer", "runner_lost",
@@ -151,6 +150,8 @@ def templated(text: str, context: Mapping[str, Any], what: str) -> str:
     ``{{``, else the text itself. Raises :class:`InvokeError`."""
     if "{{" not in text and "{%" not in text:
         return text
+    from interlock.runtime.engine.prompts import PromptError, render_input  # Jinja2
+
     try:
         return str(render_input({"value": text}, context=context)["value"])
     except PromptError as exc:

@@ -50,7 +50,6 @@ from interlock.runtime.engine.invoke_handler import (
     spawn_error_data,
     time_left,
 )
-from interlock.runtime.engine.prompts import PromptError, render_input
 from interlock.runtime.store.base import InvocationRecord, SessionNotFound, Store
 
 if TYPE_CHECKING:
@@ -317,6 +316,8 @@ class MachineHandler:
     def _launch(self, flight: Flight, context: Mapping[str, Any]) -> str | None:
         """Run (create, or resume) the flight's child session on the invoker's loop; the
         error when it cannot start (delivered as ``spawn_error``)."""
+        from interlock.runtime.engine.prompts import PromptError, render_input  # Jinja2
+
         host, record, invoke = self.host, flight.record, flight.invoke
         resolver = self.setup.machines
         try:

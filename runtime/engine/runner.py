@@ -44,7 +44,6 @@ from interlock.machines.bindings import Bindings
 from interlock.machines.ir import INVOKE_DONE_PREFIX, INVOKE_ERROR_PREFIX
 from interlock.runtime.config.dispatch import PollingConfiguration
 from interlock.runtime.engine.async_bindings import LoopRef, bridge
-from interlock.runtime.engine.children import stop_descendants
 from interlock.runtime.engine.clock import Clock, SystemClock
 from interlock.runtime.engine.faults import (
     ERROR_EXECUTION,
@@ -627,7 +626,11 @@ class Runner:
     def _stop_children(self) -> list[int]:
         """Stop every child process of this process, unless this runner shares it (a
         child machine's runner)."""
-        return stop_descendants(CHILD_GRACE) if self.owns_processes else []
+        if not self.owns_processes:
+            return []
+        from interlock.runtime.engine.children import stop_descendants  # psutil: when needed
+
+        return stop_descendants(CHILD_GRACE)
 
     def _cancel_request(self) -> CancelRequest | None:
         if self._asked is not None:

@@ -17,11 +17,12 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from watchdog.events import FileCreatedEvent, FileModifiedEvent, FileSystemEvent
+from typing import TYPE_CHECKING, Any
 
 from interlock.runtime.store.base import Store
+
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent
 
 Unsubscribe = Callable[[], None]
 
@@ -53,7 +54,7 @@ class StoreWatch:
 
     def subscribe(self, database: Path, callback: Callable[[], None]) -> Unsubscribe:
         """Call ``callback`` (on watchdog's thread) whenever ``database`` may have changed."""
-        from watchdog.events import FileSystemEventHandler
+        from watchdog.events import FileCreatedEvent, FileModifiedEvent, FileSystemEventHandler
         from watchdog.observers import Observer
 
         folder_path = database.parent.resolve()
