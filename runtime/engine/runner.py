@@ -74,7 +74,7 @@ from interlock.runtime.store.base import (
     StoreConnection,
     StoreError,
 )
-from interlock.runtime.store.wakeup import on_store_change
+from interlock.runtime.store.wakeup import on_session_bell
 
 POLLED = "polled"  # raised by the runtime when nothing more waits for the configuration
 MAX_POLLED_STEPS = 1_000  # polled steps in one pump (a checkpoint loop without a mailbox)
@@ -531,10 +531,10 @@ class Runner:
         request and serves async bindings. A stop lets the step under way finish and
         commit first; a cancel stops the runner's child processes first, so that a step
         waiting on one ends. Idle, the runner waits for a wake-up: a signal or an
-        invocation's end (:meth:`wake`), the store changing (another process sent an
-        event or a cancel: :mod:`interlock.runtime.store.wakeup`), the next timer's
-        deadline; it looks at the store every ``poll`` seconds besides (default
-        ``WATCHED_POLL`` when the store wakes it, else ``INBOX_POLL``).
+        invocation's end (:meth:`wake`), its doorbell in the store (an event queued or a
+        cancel requested, by any process: :mod:`interlock.runtime.store.wakeup`), the
+        next timer's deadline; it looks at the store every ``poll`` seconds besides
+        (default ``WATCHED_POLL`` when the store has doorbells, else ``INBOX_POLL``).
         """
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -542,7 +542,7 @@ class Runner:
         self._wake = asyncio.Event()
         self._changed = asyncio.Event()
         self._wake_loop = loop
-        unwatch = on_store_change(self.store, self._store_changed)
+        unwatch = on_session_bell(self.store, self.session_id, self._store_changed)
         if poll is None:
             poll = INBOX_POLL if unwatch is None else WATCHED_POLL
         renewer = asyncio.create_task(self._renew_until_cancelled())

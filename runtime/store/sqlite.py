@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -301,6 +302,29 @@ class SqliteStore:
         except sqlite3.Error as error:
             raise StoreError(f"the SQLite store {self.path} failed: {error}") from error
 
+    @property
+    def bells(self) -> Path:
+        """The folder of the sessions' doorbells (``<db>.bells/<session id>``): a write a
+        session's runner must react to (an event queued or offered, a cancel request, the
+        session deleted) closes its doorbell file, which its runner watches
+        (:mod:`interlock.runtime.store.wakeup`)."""
+        return self.path.with_name(f"{self.path.name}.bells")
+
+    def ring(self, session_id: str) -> None:
+        """Ring ``session_id``'s doorbell (a hint: a failure is not an error)."""
+        try:
+            fd = os.open(self.bells / session_id, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        except FileNotFoundError:
+            try:
+                self.bells.mkdir(mode=0o700, exist_ok=True)
+                fd = os.open(self.bells / session_id, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                             0o600)
+            except OSError:
+                return
+        except OSError:
+            return
+        os.close(fd)
+
     def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
         """``body`` in one ``BEGIN IMMEDIATE`` transaction, retried while the file is locked."""
         def attempt() -> T:
@@ -406,7 +430,9 @@ class SqliteStore:
             self._require(conn, session_id)
             return _queue(conn, session_id, event, data_text, at)
 
-        return self._write(body)
+        item = self._write(body)
+        self.ring(session_id)
+        return item
 
     def offer(self, session_id: str, event: str, data: dict[str, Any], at: float,
               key: str) -> int | None:
@@ -423,7 +449,10 @@ class SqliteStore:
                          " VALUES (?, ?, ?, ?)", (session_id, key, item, at))
             return item
 
-        return self._write(body)
+        offered = self._write(body)
+        if offered is not None:
+            self.ring(session_id)
+        return offered
 
     def delivered(self, session_id: str, key: str) -> bool:
         def body(conn: sqlite3.Connection) -> bool:
@@ -495,6 +524,7 @@ class SqliteStore:
             conn.execute(SQL.request_cancel, (reason, at, session_id))
 
         self._write(body)
+        self.ring(session_id)
 
     def cancel_request(self, session_id: str) -> CancelRequest | None:
         def body(conn: sqlite3.Connection) -> CancelRequest | None:
@@ -511,6 +541,9 @@ class SqliteStore:
             conn.execute(SQL.delete_session, (session_id,))
 
         self._write(body)
+        self.ring(session_id)
+        with contextlib.suppress(OSError):
+            (self.bells / session_id).unlink()
 
     def record_agent(self, record: AgentRecord) -> None:
         values = agent_params(record)

@@ -1,13 +1,16 @@
-"""Wake-ups from the store: an idle runner looks at its queue when the store changed.
+"""Wake-ups from the store, so that nothing polls it: one watchdog observer per process.
 
-Every SQLite commit, by any process, goes through the write-ahead log: it modifies
-``<db>-wal`` (and the database file at a checkpoint). One watchdog observer per process
-watches the folders of the databases its runners use and calls their subscribers on each
-such modification, so an event sent by ``interlock send`` or a cancel request from
-another process is seen at once, without polling the store. The callbacks are hints (a
-commit for another session wakes a runner too, which then finds nothing): a runner still
-looks on a slow backstop interval, for file systems without inotify. Stores with no
-wake-up (PostgreSQL) return None: their runners poll.
+* A session's runner watches its **doorbell** (:func:`on_session_bell`): the SQLite store
+  closes ``<db>.bells/<session id>`` after each write the runner must react to (an event
+  queued or offered, a cancel request, the session deleted), by any process. An event
+  sent by ``interlock send`` or a cancel request from another process is seen at once,
+  and no other session's commits wake the runner.
+* A waiter for anything else (the runner took an event, released its lease, journaled a
+  step: ``engine/lifecycle``) watches the database itself (:func:`on_store_change`):
+  every SQLite commit, by any process, modifies the write-ahead log ``<db>-wal``.
+
+Both are hints: the watchers still look on a slow backstop interval, for file systems
+without inotify. Stores with no wake-up (PostgreSQL) return None: their users poll.
 """
 
 from __future__ import annotations
@@ -52,38 +55,44 @@ class StoreWatch:
         self._folders: dict[Path, _Folder] = {}
         self._next = 0
 
-    def subscribe(self, database: Path, callback: Callable[[], None]) -> Unsubscribe:
-        """Call ``callback`` (on watchdog's thread) whenever ``database`` may have changed."""
-        from watchdog.events import FileCreatedEvent, FileModifiedEvent, FileSystemEventHandler
+    def subscribe(self, folder: Path, names: frozenset[str], callback: Callable[[], None]
+                  ) -> Unsubscribe:
+        """Call ``callback`` (on watchdog's thread) whenever a file of ``folder`` named in
+        ``names`` is created, modified or closed after writing."""
+        from watchdog.events import (
+            FileClosedEvent,
+            FileCreatedEvent,
+            FileModifiedEvent,
+            FileSystemEventHandler,
+        )
         from watchdog.observers import Observer
 
-        folder_path = database.parent.resolve()
-        names = frozenset({database.name, f"{database.name}-wal"})
+        folder_path = folder.resolve()
         with self._lock:
             if self._observer is None:
                 self._observer = Observer()
                 self._observer.daemon = True
                 self._observer.start()
-            folder = self._folders.get(folder_path)
-            if folder is None:
-                folder = self._folders[folder_path] = _Folder()
+            watched = self._folders.get(folder_path)
+            if watched is None:
+                watched = self._folders[folder_path] = _Folder()
                 handler = FileSystemEventHandler()
-                handler.on_any_event = folder.dispatch  # type: ignore[method-assign]
-                folder.watch = self._observer.schedule(
+                handler.on_any_event = watched.dispatch  # type: ignore[method-assign]
+                watched.watch = self._observer.schedule(
                     handler, str(folder_path), recursive=False,
-                    event_filter=[FileModifiedEvent, FileCreatedEvent])
+                    event_filter=[FileModifiedEvent, FileCreatedEvent, FileClosedEvent])
             token = self._next
             self._next += 1
-            folder.subscribers[token] = (names, callback)
+            watched.subscribers[token] = (names, callback)
 
         def unsubscribe() -> None:
             with self._lock:
-                folder.subscribers.pop(token, None)
-                if not folder.subscribers and self._folders.get(folder_path) is folder:
+                watched.subscribers.pop(token, None)
+                if not watched.subscribers and self._folders.get(folder_path) is watched:
                     del self._folders[folder_path]
                     # the folder went away: so did its watch
                     with contextlib.suppress(KeyError, OSError):
-                        self._observer.unschedule(folder.watch)
+                        self._observer.unschedule(watched.watch)
 
         return unsubscribe
 
@@ -99,8 +108,25 @@ def on_store_change(store: Store, callback: Callable[[], None]) -> Unsubscribe |
     if not isinstance(store, SqliteStore):
         return None
     try:
-        return _watch.subscribe(store.path, callback)
+        return _watch.subscribe(store.path.parent,
+                                frozenset({store.path.name, f"{store.path.name}-wal"}),
+                                callback)
     except OSError:  # no inotify (or out of watches): poll instead
+        return None
+
+
+def on_session_bell(store: Store, session_id: str, callback: Callable[[], None]
+                    ) -> Unsubscribe | None:
+    """Call ``callback`` when something for session ``session_id`` was written to
+    ``store`` (its doorbell rang); None when the store gives no wake-ups."""
+    from interlock.runtime.store.sqlite import SqliteStore
+
+    if not isinstance(store, SqliteStore):
+        return None
+    try:
+        store.bells.mkdir(mode=0o700, exist_ok=True)
+        return _watch.subscribe(store.bells, frozenset({session_id}), callback)
+    except OSError:
         return None
 
 
