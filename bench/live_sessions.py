@@ -150,19 +150,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-def idle_run_row(root: Path, idle_seconds: float, signals: int, rng: random.Random) -> Row:
-    row = Row("interlock run, idle session")
-    (root / "idle.yaml").write_text(IDLE_SPEC)
-    proc = subprocess.Popen([*INTERLOCK, "run", "idle.yaml", "--session", "s1"], cwd=root,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _measured(row: Row, proc: subprocess.Popen[bytes], ready: tuple[str, Callable[[], bool]],
+              db: Path, session_id: str, mailbox: Mailbox, idle_seconds: float,
+              signals: int, rng: random.Random) -> Row:
+    """Wait until the runner is ``ready``, measure it, stop it."""
     try:
-        db = root / ".interlock" / "state.db"
-        _wait("the session", db.exists, proc)
+        _wait(ready[0], ready[1], proc)
         store = SqliteStore(db)
         try:
-            _wait("the session", lambda: bool(store.list()), proc)
-            measure(row, proc, store, "s1", Mailbox(root / ".interlock/sessions/s1"),
-                    idle_seconds, signals, rng)
+            measure(row, proc, store, session_id, mailbox, idle_seconds, signals, rng)
         finally:
             store.close()
     except RuntimeError as exc:
@@ -172,9 +168,28 @@ def idle_run_row(root: Path, idle_seconds: float, signals: int, rng: random.Rand
     return row
 
 
+def idle_run_row(root: Path, idle_seconds: float, signals: int, rng: random.Random) -> Row:
+    (root / "idle.yaml").write_text(IDLE_SPEC)
+    proc = subprocess.Popen([*INTERLOCK, "run", "idle.yaml", "--session", "s1"], cwd=root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = root / ".interlock" / "state.db"
+
+    def running() -> bool:
+        if not db.exists():
+            return False
+        store = SqliteStore(db)
+        try:
+            return bool(store.list())
+        finally:
+            store.close()
+
+    return _measured(Row("interlock run, idle session"), proc, ("the session", running), db,
+                     "s1", Mailbox(root / ".interlock/sessions/s1"), idle_seconds, signals,
+                     rng)
+
+
 def paused_ralph_row(root: Path, idle_seconds: float, signals: int,
                      rng: random.Random) -> Row:
-    row = Row("interlock ralph run, session PAUSED")
     (root / "agent.sh").write_text(AGENT)
     roles = ("planner", "executor", "reviewer", "questioner", "librarian")
     (root / "interlock.yaml").write_text("agents:\n" + "".join(
@@ -195,18 +210,9 @@ def paused_ralph_row(root: Path, idle_seconds: float, signals: int,
             return False
         return bool((meta.get("orchestrator") or {}).get("state") == "PAUSED")
 
-    try:
-        _wait("PAUSED", paused, proc)
-        store = SqliteStore(root / ".interlock" / "state.db")
-        try:
-            measure(row, proc, store, "b", mailbox, idle_seconds, signals, rng)
-        finally:
-            store.close()
-    except RuntimeError as exc:
-        row.problems.append(str(exc))
-    finally:
-        _stop(proc)
-    return row
+    return _measured(Row("interlock ralph run, session PAUSED"), proc, ("PAUSED", paused),
+                     root / ".interlock" / "state.db", "b", mailbox, idle_seconds, signals,
+                     rng)
 
 
 def seed_p99(step: float, rng: random.Random, samples: int = 10_000) -> float:
