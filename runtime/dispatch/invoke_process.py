@@ -52,6 +52,7 @@ from interlock.runtime.host.procfs import (
     carries_dispatch_id,
     find_unnoted,
     group_members,
+    is_exiting,
     start_ticks,
 )
 
@@ -231,7 +232,9 @@ class SpooledAgent(AgentProcess):
             return False
         except PermissionError:
             pass
-        return bool(self._ours())  # something is: a live member of ours, or a zombie
+        # something is: a live member of ours, one exiting (its environment reads empty
+        # before it is a zombie), or only zombies
+        return bool(self._ours()) or any(is_exiting(pid) for pid in group_members(self.pgid))
 
     def detach(self) -> None:
         """Let go of the agent without stopping it (another runner now owns it)."""

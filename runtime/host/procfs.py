@@ -50,6 +50,16 @@ def group_members(pgid: int) -> Iterator[int]:
             yield int(name)
 
 
+def is_exiting(pid: int) -> bool:
+    """Whether ``pid`` is a live (not yet zombie) process whose memory is already gone: it
+    is exiting, and its environment reads empty. Such a member of an agent's group cannot
+    be told ours by its environment, yet it is not gone."""
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes() == b""
+    except OSError:
+        return False
+
+
 def carries_dispatch_id(pid: int, dispatch_id: str) -> bool:
     """Whether process ``pid`` has ``INTERLOCK_DISPATCH_ID=dispatch_id`` in its environment."""
     try:
