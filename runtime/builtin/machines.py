@@ -10,7 +10,6 @@ configuration, not here.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 import time
 from collections.abc import Iterable
@@ -21,7 +20,7 @@ from interlock.runtime.engine.builtin import Builtin, DemoDriver, SessionPort, W
 from interlock.runtime.engine.builtin_specs import builtin_spec_dir
 from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.runner import RunOutcome
-from interlock.runtime.store import open_store
+from interlock.runtime.store import Store, open_store
 
 
 class Watchers(HostPlugin):
@@ -37,7 +36,8 @@ class Watchers(HostPlugin):
         self.store_url = store_url
         self.root = root
         self.demo = demo
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._queue: Store | None = None
 
     async def start(self, host: SessionHost) -> None:
         demo = self.builtin.demo if self.demo else None
@@ -64,24 +64,20 @@ class Watchers(HostPlugin):
                 host.note(f"{self.builtin.name}: {type(exc).__name__}: {exc}")
                 host.stop.set()
 
-        async def together() -> None:
-            tasks = [asyncio.create_task(play(part)) for part in plays]
-            try:
-                await asyncio.gather(*tasks)
-            finally:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)  # their cleanup first
-                queue.close()
-
-        self._task = asyncio.create_task(together())
+        self._queue = queue
+        self._tasks = [asyncio.create_task(play(part)) for part in plays]
+        # Each runs up to its first wait before the runner's first step: a watcher that
+        # starts again what a crash interrupted sees the session as the crash left it.
+        await asyncio.sleep(0)
 
     async def stop(self, outcome: RunOutcome | None) -> None:
-        task, self._task = self._task, None
-        if task is not None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await asyncio.gather(*tasks, return_exceptions=True)  # their cleanup first
+        if self._queue is not None:
+            self._queue.close()
+            self._queue = None
 
 
 _registered: dict[str, Builtin] = {}
