@@ -26,7 +26,7 @@ from interlock.runtime.api.errors import Conflict, NotFound, UsageError
 from interlock.runtime.builtin.machines import Watchers, builtin_for, builtin_names, is_builtin_spec
 from interlock.runtime.engine import lifecycle
 from interlock.runtime.engine.bindings_loader import load_bindings
-from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, SessionPort
+from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, OpenHost, SessionPort
 from interlock.runtime.engine.context import SessionContext as SessionContext
 from interlock.runtime.engine.context import with_session
 from interlock.runtime.engine.host import SessionHost
@@ -251,16 +251,16 @@ async def start(
     if demo and builtin is not None:
         context = {**builtin.demo_context, **(context or {})}
     port = SessionPort()
-    assembled = builtin is not None and builtin.open_host is not None and bindings is None
-    raw = None if assembled else _bindings_for(builtin, bindings, text, path, allow_unbound,
+    open_host = _assembler(builtin, bindings)
+    raw = None if open_host else _bindings_for(builtin, bindings, text, path, allow_unbound,
                                                demo, session_id, base, on_note, port, store)
     with opened_store(store, base) as opened, translated():
-        if raw is None:
-            assert builtin is not None and builtin.open_host is not None
-            host = await builtin.open_host(_setup(session_id, base, demo, port, store), opened,
-                                           context=context, stop=stop, on_step=on_step,
-                                           on_note=on_note)
+        if open_host is not None:
+            host = await open_host(_setup(session_id, base, demo, port, store), opened,
+                                   context=context, stop=stop, on_step=on_step,
+                                   on_note=on_note)
         else:
+            assert raw is not None
             host = await SessionHost.open(
                 opened, text, path, session_id=session_id,
                 bindings=_in_session(raw, session_id, base), context=context,
@@ -271,7 +271,7 @@ async def start(
             on_note(f"session {session_id} {verb} [{', '.join(host.runner.session.active)}] "
                     f"(store: {opened.url})")
         return await _run(host, builtin, port, store, base, signals, signals_as, demo,
-                          assembled)
+                          open_host is not None)
 
 
 async def _run(host: SessionHost, builtin: Builtin | None, port: SessionPort,
@@ -321,6 +321,12 @@ def session_mailbox(root: Path, session_id: str) -> Mailbox:
     from interlock.runtime.signals.addressing import session_mailbox_dir
 
     return Mailbox(session_mailbox_dir(root, session_id))
+
+
+def _assembler(builtin: Builtin | None, bindings: BindingsArg) -> OpenHost | None:
+    """The built-in's own assembly of its session's host (a Ralph session's), unless the
+    caller gave bindings of its own."""
+    return builtin.open_host if builtin is not None and bindings is None else None
 
 
 def _setup(session_id: str, root: Path, demo: bool, port: SessionPort,
@@ -381,12 +387,11 @@ async def resume(
         builtin = builtin_for(row.spec_name) if is_builtin_spec(Path(row.spec_path)) else None
         port = SessionPort()
         with translated():
-            assembled = builtin is not None and builtin.open_host is not None and bindings is None
-            if assembled:
-                assert builtin is not None and builtin.open_host is not None
-                host = await builtin.open_host(_setup(session_id, base, False, port, store),
-                                               opened, context=None, stop=stop,
-                                               on_step=on_step, on_note=on_note)
+            open_host = _assembler(builtin, bindings)
+            if open_host is not None:
+                host = await open_host(_setup(session_id, base, False, port, store), opened,
+                                       context=None, stop=stop, on_step=on_step,
+                                       on_note=on_note)
             else:
                 raw = _bindings_for(builtin, bindings, row.spec_text, row.spec_path,
                                     allow_unbound, False, session_id, base, on_note, port,
@@ -399,7 +404,7 @@ async def resume(
                 on_note(f"session {session_id} resumed "
                         f"[{', '.join(host.runner.session.active)}]")
             return await _run(host, builtin, port, store, base, signals, signals_as, False,
-                              assembled)
+                              open_host is not None)
 
 
 # -- events -----------------------------------------------------------------------------
