@@ -15,12 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from interlock.machines import SpecError
 from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import AgentsNotReady, Conflict, NotFound, UsageError
+from interlock.runtime.config.inbox import load_poller_config
 from interlock.runtime.config.project_file import PROJECT_FILE
 from interlock.runtime.config.ralph import (
     IDENTITIES,
-    RalphConfigError,
     load_ralph_config,
 )
 from interlock.runtime.engine.host import HostPlugin
@@ -115,7 +116,8 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
     try:
         config = load_ralph_config(folder.root / PROJECT_FILE).with_overrides(
             max_iterations=max_iterations, max_runtime=max_runtime, max_cost=max_cost)
-    except RalphConfigError as exc:
+        load_poller_config(start=folder.root)  # a bad inbox: section, before anything runs
+    except SpecError as exc:
         raise UsageError(str(exc)) from None
     wrap = None
     if record is not None or replay is not None:

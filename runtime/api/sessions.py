@@ -236,6 +236,8 @@ async def start(
     base = root_of(root)
     if session_id is not None:
         check_session_id(session_id)
+    with translated():
+        check_identifier(signals_as, "signals_as")
     text, path = _read_spec(spec)
     ir = load_checked(text, file=path)
     machine = ir.name
@@ -379,6 +381,8 @@ async def resume(
     dead letters); with ``retry`` its dead letters are delivered again first, in order."""
     base = root_of(root)
     check_session_id(session_id)
+    with translated():
+        check_identifier(signals_as, "signals_as")
     with opened_store(store, base) as opened:
         with translated():
             row = await asyncio.to_thread(opened.get, session_id)

@@ -115,3 +115,17 @@ def test_inbox_messages_reach_a_ralph_session_as_info_through_its_mailbox(
     assert "[inbox note from alice] the API moved to v2" in prompt
     status = json.loads(run("ralph", "status", "s", "--json").stdout)
     assert status["inbox"] == {"delivered": 1, "pending": 0}
+
+
+def test_a_bad_inbox_section_stops_ralph_run_before_it_starts(tmp_path: Path) -> None:
+    _project(tmp_path)
+    with (tmp_path / "interlock.yaml").open("a") as project:
+        project.write("inbox:\n  interval: -3s\n")
+    made = subprocess.run(cli_argv("ralph", "init", "--id", "s", "--request", "x"),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    done = subprocess.run(cli_argv("ralph", "run", "s"), cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{tmp_path / 'interlock.yaml'}:" in done.stderr and "inbox.interval" in done.stderr
+    assert not (tmp_path / ".interlock" / "state.db").exists()  # nothing ran
