@@ -235,8 +235,10 @@ def run_interview(runner: Runner, front: FrontEnd) -> Outcome:
     runner is closed afterwards (an agent still working is stopped)."""
     try:
         live = LiveSession(runner, at_question)
-    except BaseException:
+    except BaseException as exc:
         runner.close()
+        if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, Interrupted):
+            raise Interrupted(runner.session_id) from None  # Ctrl-C before the first question
         raise
     try:
         return drive_interview(live, front)
