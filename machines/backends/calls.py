@@ -59,17 +59,17 @@ class Site:
     target: str | None
 
 
-def _unbound(site: Site) -> Binding:
-    def unbound(call: Call) -> Any:
+def unbound(site: Site) -> Binding:
+    def raise_unbound(call: Call) -> Any:
         raise UnboundNameError(site.role, site.name, site.mark)
 
-    return unbound
+    return raise_unbound
 
 
 def resolve(bindings: Bindings, site: Site) -> Binding:
     """The callable bound to a site's name, or a stand-in raising :class:`UnboundNameError`."""
     fn = bindings.get(site.name)
-    return fn if fn is not None else _unbound(site)
+    return fn if fn is not None else unbound(site)
 
 
 class Hook:

@@ -65,7 +65,7 @@ from interlock.machines.backends.calls import (
     exit_sites,
     guard_site,
     initial_child,
-    resolve,
+    unbound,
 )
 from interlock.machines.bindings import Bindings, Call
 from interlock.machines.diagnostics import SpecError, error
@@ -115,14 +115,15 @@ class SpecEvent(Event):
 
 
 class _Model:
-    """The StateChart's model: where the configuration is stored, next to the context
-    and the log of timed and invoking states entered and left."""
+    """The StateChart's model: where the configuration is stored, next to the context,
+    the instance's bindings and the log of timed and invoking states entered and left."""
 
-    __slots__ = ("context", "state", "timer_log")
+    __slots__ = ("bindings", "context", "state", "timer_log")
     state: Any  # the raw configuration, written by python-statemachine
 
-    def __init__(self, context: dict[str, Any]) -> None:
+    def __init__(self, context: dict[str, Any], bindings: Bindings) -> None:
         self.context = context
+        self.bindings = bindings
         self.timer_log: list[tuple[bool, str]] = []
 
 
@@ -150,9 +151,15 @@ def _raise_events(machine: StateChart[Any], raised: list[tuple[str, dict[str, An
 
 class _Hook(Hook):
     """A site shaped for python-statemachine's dependency injection: ``check``/``run``
-    take only ``event_data``; the engine passes it by keyword and drops the rest."""
+    take only ``event_data``; the engine passes it by keyword and drops the rest. The
+    callable is the instance's binding for the site's name, looked up when the site is
+    reached (one chart class serves every instance, whatever its bindings); ``_fn`` is
+    the stand-in for a name left unbound."""
 
     __slots__ = ()
+
+    def __init__(self, site: Site) -> None:
+        super().__init__(unbound(site), site)
 
     def _invoke(self, event_data: Any) -> Any:
         trigger = event_data.trigger_data
@@ -165,14 +172,14 @@ class _Hook(Hook):
             self._source,
             self._target,
         )
-        result = self._fn(call)
+        result = (trigger.model.bindings.get(self._name) or self._fn)(call)
         if call.raised:
             _raise_events(trigger.machine, call.raised)
         return result
 
 
-def _runs(bindings: Bindings, sites: Iterable[Site]) -> list[Any]:
-    return [_Hook(resolve(bindings, site), site).run for site in sites]
+def _runs(sites: Iterable[Site]) -> list[Any]:
+    return [_Hook(site).run for site in sites]
 
 
 class StateChartInstance:
@@ -186,9 +193,10 @@ class StateChartInstance:
         context: dict[str, Any],
         spec_ids: dict[str, str] | None,
         events: dict[str, str],
+        bindings: Bindings,
         saved: MachineState | None = None,
     ) -> None:
-        self._model = _Model(context)
+        self._model = _Model(context, bindings)
         self._spec_ids = spec_ids
         self._events = events
         if saved is not None:  # a configuration on the model: the engine enters nothing
@@ -258,9 +266,8 @@ def _check(ir: MachineIR) -> None:
 
 
 class _Builder:
-    def __init__(self, ir: MachineIR, bindings: Bindings) -> None:
+    def __init__(self, ir: MachineIR) -> None:
         self.ir = ir
-        self.bindings = bindings
         self.states: dict[str, State] = {}
         self.events: dict[str, Event] = {}
 
@@ -292,11 +299,11 @@ class _Builder:
             t.kind is TransitionKind.AFTER for t in state.transitions)
 
     def _enter(self, state: StateIR) -> list[Any]:
-        runs = _runs(self.bindings, entry_sites(state))
+        runs = _runs(entry_sites(state))
         return [_TimerTrack(state.id, True).run, *runs] if self._tracked(state) else runs
 
     def _exit(self, state: StateIR) -> list[Any]:
-        runs = _runs(self.bindings, exit_sites(state))
+        runs = _runs(exit_sites(state))
         return [*runs, _TimerTrack(state.id, False).run] if self._tracked(state) else runs
 
     def event(self, name: str) -> Event:
@@ -311,10 +318,10 @@ class _Builder:
             kwargs: dict[str, Any] = {
                 "event": None if t.kind is TransitionKind.ALWAYS or t.event is None
                 else self.event(t.event),
-                "on": _runs(self.bindings, action_sites(t)) or None,
+                "on": _runs(action_sites(t)) or None,
             }
             if guard is not None:
-                hook = _Hook(resolve(self.bindings, guard), guard).check
+                hook = _Hook(guard).check
                 kwargs["unless" if t.guard is not None and t.guard.negated else "cond"] = [hook]
             target = self.states[t.target] if t.target is not None else None
             source.to(target, **kwargs)
@@ -354,28 +361,43 @@ class _Builder:
         return chart
 
 
-def build_chart(ir: MachineIR, bindings: Bindings | None = None) -> type[StateChart[Any]]:
-    """The StateChart subclass for a machine; unbound names raise when reached."""
+_CHARTS: dict[int, tuple[MachineIR, type[StateChart[Any]]]] = {}
+_CHARTS_KEPT = 64
+
+
+def build_chart(ir: MachineIR) -> type[StateChart[Any]]:
+    """The StateChart subclass for a machine, built once per IR (the IR is frozen, and
+    :func:`~interlock.machines.checked.ir_of` gives one IR per spec text); each instance
+    brings its own bindings, and unbound names raise when reached. Building a class is
+    most of what opening a session cost (each Ralph subagent call opens two)."""
+    kept = _CHARTS.get(id(ir))
+    if kept is not None and kept[0] is ir:
+        return kept[1]
     _check(ir)
-    return _Builder(ir, bindings or {}).build()
+    chart = _Builder(ir).build()
+    if len(_CHARTS) >= _CHARTS_KEPT:
+        _CHARTS.pop(next(iter(_CHARTS)), None)
+    _CHARTS[id(ir)] = (ir, chart)  # the IR is kept alive with it: its id is not reused
+    return chart
 
 
 def compile_statemachine(ir: MachineIR, bindings: Bindings | None = None) -> CompiledMachine:
     """Compile a machine (already linted) for python-statemachine."""
-    chart = build_chart(ir, bindings)
+    chart = build_chart(ir)
+    bound = dict(bindings or {})
     renamed = {native_state_id(s): s for s in ir.states if native_state_id(s) != s}
     spec_ids = renamed or None
     events = {e: native_event(e) for e in (*ir.events, *ir.timer_events)}
 
     def factory(context: dict[str, Any]) -> StateChartInstance:
-        return StateChartInstance(chart, context, spec_ids, events)
+        return StateChartInstance(chart, context, spec_ids, events, bound)
 
     def restorer(context: dict[str, Any], saved: MachineState) -> StateChartInstance:
         unknown = [s for s in (*saved.configuration, *saved.history) if s not in ir.states]
         if unknown:
             raise ValueError(f"the saved configuration names states {ir.name!r} does not "
                              f"have: {', '.join(unknown)}")
-        return StateChartInstance(chart, context, spec_ids, events, saved)
+        return StateChartInstance(chart, context, spec_ids, events, bound, saved)
 
     return CompiledMachine(ir=ir, target=TARGET, native=chart, factory=factory,
                            restorer=restorer)

@@ -328,3 +328,22 @@ def test_an_invoke_failure_takes_the_error_transition() -> None:
     m, _ = start(CREW)
     m.send("error.invoke.work", reason="runner_lost")
     assert config(m) == ["failed"]
+
+
+def test_one_chart_class_per_ir_and_each_instance_calls_its_own_bindings() -> None:
+    ir = build_ir(loads("machine: m\ninitial: a\nstates:\n  a: {on: {go: {target: b, "
+                        "actions: [act]}}}\n  b: {}\n", file="m.yaml"))
+    seen: list[str] = []
+    first = compile_statemachine(ir, {"act": lambda call: seen.append("first")})
+    second = compile_statemachine(ir, {"act": lambda call: seen.append("second")})
+    assert first.native is second.native  # built once for the IR
+    unbound = compile_statemachine(ir, {})
+    for compiled in (second, first):
+        instance = compiled.new()
+        instance.send("go")
+        assert instance.configuration == {"b"}
+    assert seen == ["second", "first"]
+    with pytest.raises(UnboundNameError, match="'act' is not bound"):
+        unbound.new().send("go")
+    other = build_ir(loads("machine: m\ninitial: a\nstates:\n  a: {}\n", file="m.yaml"))
+    assert compile_statemachine(other).native is not first.native  # another IR, its own class
