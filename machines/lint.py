@@ -70,6 +70,7 @@ from interlock.machines.ir import (
     build_ir,
 )
 from interlock.machines.lint_invoke import check_invokes
+from interlock.machines.memo import PerIR
 from interlock.machines.spec import Spec
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -93,14 +94,23 @@ def lint(
     interlock.yaml ``agents:``) M222; when None, those names are not checked.
     """
     ir = build_ir(target) if isinstance(target, Spec) else target
+    found = list(_machine_findings(ir) if agents is None else _findings(ir, agents))
+    if bindings is not None:
+        found.extend(_check_bindings(ir, bindings))
+    return sort_diagnostics(dict.fromkeys(found))
+
+
+def _findings(ir: MachineIR, agents: Collection[str] | None) -> list[Diagnostic]:
     tree = _Tree(ir)
     found: list[Diagnostic] = []
     for check in _CHECKS:
         found.extend(check(ir, tree))
-    if bindings is not None:
-        found.extend(_check_bindings(ir, bindings))
     found.extend(check_invokes(ir, agents))
-    return sort_diagnostics(dict.fromkeys(found))
+    return found
+
+
+#: What lint finds in an IR itself, found once per IR.
+_machine_findings = PerIR(lambda ir: _findings(ir, None))
 
 
 # -- helpers ---------------------------------------------------------------------------

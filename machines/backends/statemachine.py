@@ -71,6 +71,7 @@ from interlock.machines.bindings import Bindings, Call
 from interlock.machines.diagnostics import SpecError, error
 from interlock.machines.events import descriptor_matches
 from interlock.machines.ir import MachineIR, StateIR, StateKind, TransitionKind
+from interlock.machines.memo import PerIR
 
 TARGET = "statemachine"
 EVENT_PREFIX = "ev_"
@@ -361,24 +362,18 @@ class _Builder:
         return chart
 
 
-_CHARTS: dict[int, tuple[MachineIR, type[StateChart[Any]]]] = {}
-_CHARTS_KEPT = 64
-
-
 def build_chart(ir: MachineIR) -> type[StateChart[Any]]:
-    """The StateChart subclass for a machine, built once per IR (the IR is frozen, and
-    :func:`~interlock.machines.checked.ir_of` gives one IR per spec text); each instance
-    brings its own bindings, and unbound names raise when reached. Building a class is
-    most of what opening a session cost (each Ralph subagent call opens two)."""
-    kept = _CHARTS.get(id(ir))
-    if kept is not None and kept[0] is ir:
-        return kept[1]
+    """The StateChart subclass for a machine, built once per IR (:class:`PerIR`); each
+    instance brings its own bindings, and unbound names raise when reached."""
+    return _charts(ir)
+
+
+def _build(ir: MachineIR) -> type[StateChart[Any]]:
     _check(ir)
-    chart = _Builder(ir).build()
-    if len(_CHARTS) >= _CHARTS_KEPT:
-        _CHARTS.pop(next(iter(_CHARTS)), None)
-    _CHARTS[id(ir)] = (ir, chart)  # the IR is kept alive with it: its id is not reused
-    return chart
+    return _Builder(ir).build()
+
+
+_charts = PerIR(_build)
 
 
 def compile_statemachine(ir: MachineIR, bindings: Bindings | None = None) -> CompiledMachine:
