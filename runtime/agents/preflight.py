@@ -39,7 +39,7 @@ from interlock.machines.diagnostics import did_you_mean
 from interlock.runtime.agents import claude, codex, gemini, opencode
 from interlock.runtime.config.agents import AgentConfig, Permissions, load_agents, resolve_agent
 from interlock.runtime.config.project_file import PROJECT_FILE
-from interlock.runtime.config.role_names import ROLES
+from interlock.runtime.config.role_names import MERGER, ROLES
 
 TIMEOUT = 15.0  # seconds for each command a check runs
 INSTALL: dict[str, str] = {
@@ -120,16 +120,18 @@ class UnknownAgent(ValueError):
 
 
 def check_project(root: Path | str, names: Sequence[str] | None = None, *,
-                  roles: bool = False, environ: Mapping[str, str] | None = None
-                  ) -> list[AgentCheck]:
+                  roles: bool = False, merger: bool = False,
+                  environ: Mapping[str, str] | None = None) -> list[AgentCheck]:
     """Check the agents of ``ROOT/interlock.yaml``: ``names`` (default: every agent under
     ``agents:``, or the offline demo roles when there is none), or with ``roles`` the five
-    Ralph roles, where a role missing from a non-empty ``agents:`` is a problem. Agents
-    are checked in parallel. Raises :class:`UnknownAgent` for a name that is none of
-    these, AgentConfigError for a broken ``agents:`` section."""
+    Ralph roles (and the Merger with ``merger``: parallel batches), where a role missing
+    from a non-empty ``agents:`` is a problem. Agents are checked in parallel. Raises
+    :class:`UnknownAgent` for a name that is none of these, AgentConfigError for a broken
+    ``agents:`` section."""
     folder = Path(root)
     agents = load_agents(folder / PROJECT_FILE)
-    known = list(ROLES) if roles or not agents else list(agents)
+    role_names = [*ROLES, MERGER] if merger else list(ROLES)
+    known = role_names if roles or not agents else list(agents)
     wanted = list(dict.fromkeys(names)) if names else known
     for name in wanted:
         if name not in known:

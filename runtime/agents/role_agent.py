@@ -39,7 +39,7 @@ from typing import Any, TextIO
 import yaml
 
 from interlock.runtime.agents import roles
-from interlock.runtime.config.role_names import ROLES
+from interlock.runtime.config.role_names import ALL_ROLES
 
 HANG_STEP = 3600.0
 
@@ -72,7 +72,17 @@ def answer(role: str, prompt: str) -> tuple[dict[str, Any], roles.Effects]:
     if role == "questioner":
         return roles.ask(prompt), roles.Effects()
     facts = roles.parse_prompt(prompt)
+    if role == "merger":
+        return roles.merge(prompt, _texts(Path(facts.workdir), facts.conflicts))
     return roles.librarian(prompt, _staged(Path(facts.knowledge_dir)))
+
+
+def _texts(folder: Path, names: Sequence[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name in names:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            found[name] = (folder / name).read_text(encoding="utf-8")
+    return found
 
 
 def write_lines(lines: Sequence[str], out: TextIO, delay: float,
@@ -98,8 +108,8 @@ def run(role: str, prompt: str, *, delay: float = 0.0, script: Path | None = Non
     """Play one role agent call; returns the exit code."""
     out = stdout if stdout is not None else sys.stdout
     errs = stderr if stderr is not None else sys.stderr
-    if role not in ROLES:
-        errs.write(f"error: --role must be one of {', '.join(ROLES)}, got {role!r}\n")
+    if role not in ALL_ROLES:
+        errs.write(f"error: --role must be one of {', '.join(ALL_ROLES)}, got {role!r}\n")
         return 2
     linger = 0.0
     doc, effects = answer(role, prompt)
@@ -145,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="role_agent", description="An offline demo role agent: prompt on stdin, answer "
         "on stdout.")
-    parser.add_argument("--role", required=True, help=", ".join(ROLES))
+    parser.add_argument("--role", required=True, help=", ".join(ALL_ROLES))
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between lines")
     parser.add_argument("--script", type=Path, help="a YAML script of answers and failures")
     parser.add_argument("--format", choices=("yaml", "json", "text"), default="yaml")

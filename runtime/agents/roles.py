@@ -9,7 +9,8 @@ Markers: ``Request:`` (starts the request: the rest of that line and the lines a
 to a blank line or another marker; without it the whole prompt minus marker lines is the
 request), ``Task: ID TITLE``, ``STEER: message`` and ``INFO: message`` (pending signals;
 :func:`interlock.runtime.engine.prompts.signal_lines` prints them so), ``Workdir: PATH``,
-``Knowledge: PATH``, ``Docs: PATH``, ``Mode: stage|promote``.
+``Knowledge: PATH``, ``Docs: PATH``, ``Mode: stage|promote``, ``Batch size: N`` (the
+Planner's batches; 2 when absent), ``Conflict: PATH`` (a file the Merger resolves).
 
 >>> plan("Request: parse the file; write the report\\ntest it")["batches"]
 [['T1', 'T2'], ['T3']]
@@ -25,7 +26,7 @@ from typing import Any, Literal
 from interlock.runtime.agents.ralph_protocol import classify_steer
 
 MARKERS: tuple[str, ...] = ("Request", "Task", "STEER", "INFO", "Workdir", "Knowledge", "Docs",
-                            "Mode")
+                            "Mode", "Batch size", "Conflict")
 _MARKER = re.compile(rf"^({'|'.join(MARKERS)})[ \t]*:[ \t]?(.*)$")
 _BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 BATCH_SIZE = 2
@@ -51,6 +52,8 @@ class PromptFacts:
     docs: str = ".docs"
     mode: str = "stage"
     questions: tuple[str, ...] = ()
+    batch_size: int = BATCH_SIZE
+    conflicts: tuple[str, ...] = ()
 
     @property
     def knowledge_dir(self) -> str:
@@ -70,6 +73,7 @@ def parse_prompt(prompt: str) -> PromptFacts:
     values: dict[str, str] = {}
     tasks: list[tuple[str, str]] = []
     signals: list[PromptSignal] = []
+    conflicts: list[str] = []
     request: list[str] | None = None
     rest: list[str] = []
     in_request = False
@@ -93,6 +97,8 @@ def parse_prompt(prompt: str) -> PromptFacts:
                 tasks.append((ident, title.strip() or ident))
         elif key in ("STEER", "INFO"):
             signals.append(PromptSignal(key, value))  # type: ignore[arg-type]
+        elif key == "Conflict":
+            conflicts.append(value)
         else:
             values.setdefault(key, value)
     body = request if request is not None else rest
@@ -102,7 +108,12 @@ def parse_prompt(prompt: str) -> PromptFacts:
         tasks=tuple(tasks), signals=tuple(signals),
         workdir=values.get("Workdir") or ".", knowledge=values.get("Knowledge") or None,
         docs=values.get("Docs") or ".docs", mode=(values.get("Mode") or "stage").lower(),
-        questions=questions)
+        questions=questions, conflicts=tuple(conflicts),
+        batch_size=_count(values.get("Batch size"), BATCH_SIZE))
+
+
+def _count(text: str | None, default: int) -> int:
+    return int(text) if text is not None and text.isdigit() and int(text) > 0 else default
 
 
 def clauses(request: str) -> list[str]:
@@ -112,13 +123,14 @@ def clauses(request: str) -> list[str]:
 
 
 def plan(prompt: str) -> dict[str, Any]:
-    """Planner: one task per line or ``;``-clause of the request, batches of at most 2."""
+    """Planner: one task per line or ``;``-clause of the request, in batches of the size
+    the prompt asks for (``Batch size: N``; 2 without)."""
     facts = parse_prompt(prompt)
     tasks = [{"id": f"T{n}", "title": title}
              for n, title in enumerate(clauses(facts.request), start=1)]
     ids = [task["id"] for task in tasks]
-    return {"tasks": tasks,
-            "batches": [ids[i:i + BATCH_SIZE] for i in range(0, len(ids), BATCH_SIZE)]}
+    size = facts.batch_size
+    return {"tasks": tasks, "batches": [ids[i:i + size] for i in range(0, len(ids), size)]}
 
 
 def _first_task(facts: PromptFacts) -> tuple[str, str]:
@@ -274,3 +286,27 @@ def poll(prompt: str) -> dict[str, Any]:
                               f"Suggested fix: {fix}.",
             "corrections": [fix],
             "context_additions": ["wiki/research/sprite-formats.md#performance"]}
+
+
+_CONFLICT = re.compile(r"^<<<<<<< [^\n]*\n(.*?)^=======\n(.*?)^>>>>>>> [^\n]*\n?",
+                       re.MULTILINE | re.DOTALL)
+
+
+def keep_both(text: str) -> str:
+    """``text`` with each git conflict block replaced by both of its sides, ours first."""
+    return _CONFLICT.sub(lambda m: m.group(1) + m.group(2), text)
+
+
+def merge(prompt: str, contents: dict[str, str]) -> tuple[dict[str, Any], Effects]:
+    """Merger: each ``Conflict: PATH`` of the prompt (relative to ``Workdir:``; ``contents``
+    holds their text) resolved by keeping both sides of every conflict block."""
+    facts = parse_prompt(prompt)
+    writes = {str(PurePath(facts.workdir) / path): keep_both(contents[path])
+              for path in facts.conflicts if path in contents}
+    resolved = [path for path in facts.conflicts if path in contents]
+    answer = {"status": "done" if resolved else "blocked",
+              "report": (f"merged by keeping both sides: {', '.join(resolved)}" if resolved
+                         else "no conflicted file to resolve"),
+              "files": resolved, "staged": [],
+              "blockers": [] if resolved else ["no conflicted file given"]}
+    return answer, Effects(writes=writes)

@@ -8,6 +8,7 @@ folder's ``signals/``. Without ``interlock.yaml`` every role runs its offline de
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +23,8 @@ from interlock.runtime.config.inbox import load_poller_config
 from interlock.runtime.config.project_file import PROJECT_FILE
 from interlock.runtime.config.ralph import (
     IDENTITIES,
+    ROOT_ENV,
+    WORKER_ENV,
     load_ralph_config,
 )
 from interlock.runtime.engine.host import HostPlugin
@@ -66,6 +69,8 @@ def _folder(session_id: str, root: Path | str | None) -> RalphFolder:
         check_identifier(session_id, "Ralph session id")
     except SignalError as exc:
         raise UsageError(str(exc)) from None
+    if root is None and os.environ.get(WORKER_ENV) == session_id:
+        root = os.environ.get(ROOT_ENV)  # its agent, working in a task's worktree
     folder = RalphFolder(root_of(root), session_id)
     if not folder.exists():
         raise NotFound(f"no Ralph session {session_id!r} in {folder.path.parent} "
@@ -98,8 +103,8 @@ def ralph_init(request: str, *, session_id: str | None = None,
 
 async def ralph_run(session_id: str, *, max_iterations: int | None = None,
                     max_runtime: float | None = None, max_cost: float | None = None,
-                    record: Path | str | None = None, replay: Path | str | None = None,
-                    store: str | None = None,
+                    parallel: int | None = None, record: Path | str | None = None,
+                    replay: Path | str | None = None, store: str | None = None,
                     root: Path | str | None = None, stop: asyncio.Event | None = None,
                     on_note: Callable[[str], None] | None = None,
                     on_review: Callable[[list[str]], bool] | None = None,
@@ -111,11 +116,18 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
     ``record``/``replay``: a cassette file that every agent
     invocation is recorded to or replayed from (docs/ralph.md). ``on_review``: the review
     menu for rejected tasks (``ralph.review_rejections``), called in a worker thread with
-    their ids; each review ends with :func:`ralph_corrected`; False stops the run."""
+    their ids; each review ends with :func:`ralph_corrected`; False stops the run.
+    ``parallel``: up to that many tasks of a batch at once (``ralph.parallel``). An agent
+    that Ralph started cannot start a Ralph session of its own (:class:`Conflict`)."""
+    worker = os.environ.get(WORKER_ENV)
+    if worker:
+        raise Conflict(f"this process is an agent of Ralph session {worker}: a worker "
+                       "never starts a Ralph session of its own")
     folder = _folder(session_id, root)
     try:
         config = load_ralph_config(folder.root / PROJECT_FILE).with_overrides(
-            max_iterations=max_iterations, max_runtime=max_runtime, max_cost=max_cost)
+            max_iterations=max_iterations, max_runtime=max_runtime, max_cost=max_cost,
+            parallel=parallel)
         load_poller_config(start=folder.root)  # a bad inbox: section, before anything runs
     except SpecError as exc:
         raise UsageError(str(exc)) from None
@@ -134,7 +146,7 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
     if meta.get("status") in ("completed", "aborted"):
         return RalphResult(session_id, str(meta["status"]))
     if replay is None:  # a replayed session calls no agent
-        await _check_roles(folder.root, on_note)
+        await _check_roles(folder.root, on_note, merger=config.parallel > 1)
     if meta.get("paused_for") and meta.get("state") == "PAUSED":  # fixed since, or not
         with opened_store(store, folder.root) as opened, translated():
             opened.enqueue(session_id, "resume", {"message": None}, time.time())
@@ -155,12 +167,13 @@ def _inbox(store: str | None, root: Path, on_note: Callable[[str], None] | None
     return attach
 
 
-async def _check_roles(root: Path, on_note: Callable[[str], None] | None) -> None:
+async def _check_roles(root: Path, on_note: Callable[[str], None] | None, *,
+                       merger: bool) -> None:
     """``interlock agents check --ralph`` before the first call: each role's line goes to
     ``on_note`` (which agent it uses); AgentsNotReady (exit 4) naming every problem."""
     from interlock.runtime.api.agents import agents_check
 
-    checks = await asyncio.to_thread(agents_check, root=root, roles=True)
+    checks = await asyncio.to_thread(agents_check, root=root, roles=True, merger=merger)
     for check in checks:
         if on_note is not None:
             on_note(check.line())

@@ -177,6 +177,10 @@ def run(
                                                     help="e.g. 30m, 2h")] = None,
     max_cost: Annotated[float | None, typer.Option("--max-cost", metavar="USD",
                                                    min=0.0)] = None,
+    parallel: Annotated[int | None, typer.Option(
+        "--parallel", metavar="N", min=1,
+        help="Run up to N tasks of a batch at once, each in its own git worktree "
+             "(ralph.parallel; default 1).")] = None,
     replay: Annotated[Path | None, typer.Option("--replay", metavar="CASSETTE")] = None,
     record: Annotated[Path | None, typer.Option("--record", metavar="CASSETTE")] = None,
     wait: Annotated[bool, typer.Option(
@@ -190,7 +194,7 @@ def run(
     raise typer.Exit(_run(session_id, store, record=record, replay=replay,
                           max_iterations=max_iterations,
                           max_runtime=_duration(max_runtime, "--max-runtime"),
-                          max_cost=max_cost, wait=wait))
+                          max_cost=max_cost, parallel=parallel, wait=wait))
 
 
 @ralph_app.command("resume")

@@ -36,7 +36,7 @@ from interlock.machines.settings import Duration, Rule, Section, section_diagnos
 from interlock.machines.yamlsrc import Path as SourcePath
 from interlock.machines.yamlsrc import SourceMap
 from interlock.runtime.config.project_file import project_section, read_project_file
-from interlock.runtime.config.role_names import EDITING_ROLES, ROLES, Role
+from interlock.runtime.config.role_names import ALL_ROLES, EDITING_ROLES, Role
 
 SECTION = "agents"
 
@@ -128,7 +128,7 @@ class AgentConfig(BaseModel):
                 _MISSING, "cli: command needs command: the argv to run, e.g. [my-agent, --json]")
         if self.cli == "demo" and self.role is None:
             raise PydanticCustomError(
-                _MISSING, "cli: demo needs role: one of " + ", ".join(ROLES))
+                _MISSING, "cli: demo needs role: one of " + ", ".join(ALL_ROLES))
         for key, clis in _ONLY_FOR.items():
             if key in self.model_fields_set and self.cli not in clis:
                 raise PydanticCustomError(
@@ -151,7 +151,7 @@ class AgentConfig(BaseModel):
 def default_agents() -> dict[str, AgentConfig]:
     """The offline demo roles, used for every role name no configuration defines, and the
     stand-ins of :data:`DEMO_STAND_INS` (``poller``: the demo questioner)."""
-    agents = {role: AgentConfig.model_validate({"cli": "demo", "role": role}) for role in ROLES}
+    agents = {role: AgentConfig.model_validate({"cli": "demo", "role": role}) for role in ALL_ROLES}
     return {**agents, **{name: agents[role] for name, role in DEMO_STAND_INS.items()}}
 
 
@@ -188,7 +188,7 @@ def parse_agents(data: Any, source: SourceMap | None = None, base: SourcePath = 
                                   f"settings, got {type(settings).__name__}", source.value(at)))
             continue
         values = dict(settings)
-        if values.get("cli") == "demo" and "role" not in values and name in ROLES:
+        if values.get("cli") == "demo" and "role" not in values and name in ALL_ROLES:
             values["role"] = name
         try:
             config = AgentConfig.model_validate(values)

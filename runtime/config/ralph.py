@@ -14,13 +14,17 @@ Every limit here is enforced by the engine, never left to the agent::
       no_progress_limit: 3      # invocations in a row that change nothing
       knowledge_approval_timeout: 10m
       review_rejections: auto   # auto | wait | off: a rejected task opens the review menu
+      parallel: 4               # Executors of a batch running at once (ralph run --parallel)
+      batch_size: 4             # tasks per batch the Planner aims for (default: parallel)
+      isolation: worktree       # worktree | none: each parallel task in its own git worktree
       retry: {exit_codes: [75], output_patterns: ["No messages returned"],
               attempts: 3, base_delay: 2s, max_delay: 1m}   # (base:, cap: also read)
 
 Defaults: no gates, ``gate_attempts: 2``, no iteration/runtime/cost limit,
 ``invocation_timeout: 10m``, ``no_progress_limit: 5``, ``knowledge_approval_timeout: 1h``,
 ``retry: {attempts: 3, base_delay: 200ms, max_delay: 5s}`` with no exit code or pattern
-called transient, ``review_rejections: auto``. ``null`` turns a limit off.
+called transient, ``review_rejections: auto``, ``parallel: 1`` (one task at a time),
+``isolation: worktree``. ``null`` turns a limit off.
 
 ``review_rejections``: before replanning rejected tasks the session waits for the human's
 correction of each (the review menu, seed 000) — ``auto`` when ``ralph run`` has a
@@ -69,7 +73,14 @@ IDENTITIES: dict[str, str] = {
     "orchestrator": "Ralph-Orchestrator", "planner": "Ralph-Planner",
     "executor": "Ralph-Executor", "reviewer": "Ralph-Reviewer",
     "questioner": "Ralph-Questioner", "librarian": "Ralph-Librarian",
+    "merger": "Ralph-Merger",
 }
+
+#: Set in the environment of every agent a Ralph session starts (its session id): such an
+#: agent cannot start a Ralph session of its own, and ``interlock ralph poll`` run by it
+#: finds its session's folder from wherever it works (``ROOT_ENV``: a task's worktree).
+WORKER_ENV = "INTERLOCK_RALPH_SESSION"
+ROOT_ENV = "INTERLOCK_RALPH_ROOT"
 
 CODE_UNKNOWN_KEY = "R601"
 CODE_INVALID_VALUE = "R602"
@@ -172,6 +183,15 @@ class RalphConfig(BaseModel):
     no_progress_limit: Count | None = 5
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     review_rejections: Literal["auto", "wait", "off"] = "auto"
+    parallel: Count = 1
+    batch_size: Count | None = None
+    isolation: Literal["worktree", "none"] = "worktree"
+
+    @property
+    def planned_batch_size(self) -> int | None:
+        """The batch size the Planner is told to aim for: ``batch_size``, else the
+        parallelism when it is above 1; None leaves it to the Planner."""
+        return self.batch_size or (self.parallel if self.parallel > 1 else None)
 
     def asks_corrections(self, terminal: bool) -> bool:
         """Whether a rejected task waits for the human's correction before replanning."""

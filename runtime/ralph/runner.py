@@ -35,8 +35,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from interlock.runtime.agents.invoke import AgentResolver, agent_resolver, process_handlers
-from interlock.runtime.config.ralph import RalphConfig
+from interlock.runtime.agents.invoke import (
+    AgentResolver,
+    ResolvedAgent,
+    agent_resolver,
+    process_handlers,
+)
+from interlock.runtime.config.ralph import ROOT_ENV, WORKER_ENV, RalphConfig
 from interlock.runtime.engine.builtin_specs import builtin_spec_dir
 from interlock.runtime.engine.context import SessionContext, with_session
 from interlock.runtime.engine.host import HostPlugin, SessionHost
@@ -177,7 +182,7 @@ class RalphRun(HostPlugin):
         bindings = with_session(make_bindings(self.folder, self._over_limit,
                                               self._asks_corrections),
                                 SessionContext.of(self.folder.id, self.folder.path))
-        agents = agent_resolver(self.root)
+        agents = as_workers(agent_resolver(self.root), self.folder)
         if self.wrap_agents is not None:
             agents = self.wrap_agents(agents)
 
@@ -444,3 +449,15 @@ def _spent(ctx: Any) -> float:
 
 def _task_note(task: Any) -> str:
     return f" on {task.get('id')} {task.get('title')}" if isinstance(task, dict) else ""
+
+
+def as_workers(resolve: AgentResolver, folder: RalphFolder) -> AgentResolver:
+    """``resolve``, each launch's environment naming the Ralph session it works for
+    (:data:`~interlock.runtime.config.ralph.WORKER_ENV`, ``ROOT_ENV``)."""
+    env = {WORKER_ENV: folder.id, ROOT_ENV: str(folder.root.absolute())}
+
+    def resolved(name: str, prompt: str) -> ResolvedAgent:
+        agent = resolve(name, prompt)
+        return replace(agent, launch=replace(agent.launch, env={**agent.launch.env, **env}))
+
+    return resolved

@@ -124,6 +124,7 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
                 lines = [ln for ln in where.request().splitlines() if ln.strip()]
                 base.update(replan={"from": n, "remaining": []})
             base["request_lines"] = lines or ["(nothing left to do)"]
+            base["batch_size"] = config.planned_batch_size
         if s.role == "reviewer" and s.task_id:
             report = where.iteration(n) / "tasks" / f"{s.task_id}.md"
             base["report"] = report.read_text(encoding="utf-8") if report.exists() else ""

@@ -129,3 +129,25 @@ def test_a_bad_inbox_section_stops_ralph_run_before_it_starts(tmp_path: Path) ->
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{tmp_path / 'interlock.yaml'}:" in done.stderr and "inbox.interval" in done.stderr
     assert not (tmp_path / ".interlock" / "state.db").exists()  # nothing ran
+
+
+def test_an_agent_of_a_session_polls_it_from_any_folder_and_cannot_start_one(
+        tmp_path: Path) -> None:
+    _project(tmp_path)
+    elsewhere = tmp_path / "elsewhere"  # where a task's worktree would be
+    elsewhere.mkdir()
+    interlock = " ".join(cli_argv())
+    (tmp_path / "agent.sh").write_text(AGENT.replace(
+        "  executor) ", f"  executor) (cd {elsewhere} && {interlock} ralph poll s --as "
+        f"executor --json > poll.out 2> poll.err; echo $? > poll.code; "
+        f"{interlock} ralph run s > run.out 2>&1; echo $? > run.code); "))
+    assert subprocess.run(cli_argv("ralph", "init", "--id", "s", "--request", "x"),
+                          cwd=tmp_path, timeout=60).returncode == 0
+    done = subprocess.run(cli_argv("ralph", "run", "s"), cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (elsewhere / "poll.err").read_text() == ""  # it found its session's folder
+    assert (elsewhere / "poll.code").read_text().strip() == "0"
+    assert (elsewhere / "run.code").read_text().strip() == "1"
+    assert ("this process is an agent of Ralph session s: a worker never starts a Ralph "
+            "session of its own") in (elsewhere / "run.out").read_text()

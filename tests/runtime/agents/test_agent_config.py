@@ -8,13 +8,13 @@ import pytest
 
 from interlock.runtime.config.agents import (
     CODES,
-    ROLES,
     AgentConfig,
     AgentConfigError,
     default_agents,
     load_agents,
     resolve_agent,
 )
+from interlock.runtime.config.role_names import ALL_ROLES
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -126,9 +126,9 @@ def test_yaml_errors_keep_their_location(tmp_path: Path) -> None:
 
 def test_default_agents_are_the_demo_roles() -> None:
     agents = default_agents()
-    assert tuple(agents) == (*ROLES, "poller")
+    assert tuple(agents) == (*ALL_ROLES, "poller")
     assert all(a.cli == "demo" and a.role == name for name, a in agents.items()
-               if name in ROLES)
+               if name in ALL_ROLES)
     assert agents["poller"].role == "questioner"  # the interview's poller, offline
     assert resolve_agent("planner", {}) == agents["planner"]  # no agents: section
     configured = {"reviewer": AgentConfig(cli="claude"), "questioner": AgentConfig(cli="codex")}

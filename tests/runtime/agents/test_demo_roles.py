@@ -43,6 +43,26 @@ def test_planner_makes_a_task_per_line_or_clause_in_batches_of_two() -> None:
     assert roles.plan("")["batches"] == []
 
 
+def test_planner_aims_at_the_batch_size_its_prompt_names() -> None:
+    answer = roles.plan("Request: a; b; c; d; e\nBatch size: 4\n")
+    assert answer["batches"] == [["T1", "T2", "T3", "T4"], ["T5"]]
+    assert roles.plan("Request: a; b; c\nBatch size: none\n")["batches"] == [["T1", "T2"],
+                                                                             ["T3"]]
+
+
+def test_merger_keeps_both_sides_of_every_conflict(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text(
+        "one\n<<<<<<< HEAD\nby T2\n=======\nby T1\n>>>>>>> ralph/s1\nthree\n"
+        "<<<<<<< HEAD\nend T2\n=======\nend T1\n>>>>>>> ralph/s1\n")
+    answer, _, code = call("merger", f"Workdir: {tmp_path}\nConflict: notes.txt\n"
+                           "Conflict: gone.txt\n", tmp_path)
+    assert code == 0
+    assert answer["status"] == "done" and answer["files"] == ["notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "one\nby T2\nby T1\nthree\nend T2\nend T1\n"
+    blocked, _, _ = call("merger", f"Workdir: {tmp_path}\nConflict: gone.txt\n", tmp_path)
+    assert blocked["status"] == "blocked"
+
+
 def test_same_prompt_same_answer() -> None:
     prompt = "Request: a; b; c; d; e"
     assert roles.plan(prompt) == roles.plan(prompt)

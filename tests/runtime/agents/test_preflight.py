@@ -226,6 +226,9 @@ def test_a_role_left_without_an_agent(tmp_path: Path) -> None:
         "agents: in interlock.yaml",
         "✗ librarian: no agent — add `librarian: {cli: demo}` or a real agent under "
         "agents: in interlock.yaml"]
+    merging = check_project(root, roles=True, merger=True, environ=bare(tmp_path / "h"))
+    assert merging[-1].line() == ("✗ merger: no agent — add `merger: {cli: demo}` or a real "
+                                  "agent under agents: in interlock.yaml")  # parallel batches
     named = check_project(root, environ=bare(tmp_path / "h"))  # not Ralph: the agents
     assert [c.name for c in named] == ["executor", "lint"]
     assert named[1].line().startswith("✓ lint: command /") and named[1].line().endswith("/sh")
