@@ -36,7 +36,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
     "ralph": ("ralph_init", "ralph_run", "ralph_resume", "ralph_status", "ralph_poll",
               "ralph_folder", "ralph_watch", "ralph_task_report", "ralph_corrected",
-              "ralph_review", "RalphResult", "RalphStatus", "TaskReview", "ReviewResult"),
+              "ralph_clean", "ralph_review", "RalphResult", "RalphStatus", "TaskReview",
+              "ReviewResult"),
     "inbox": ("post_message", "list_messages", "mark_message", "poll_settings",
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
               "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox"),
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.ralph import RalphStatus as RalphStatus
     from interlock.runtime.api.ralph import ReviewResult as ReviewResult
     from interlock.runtime.api.ralph import TaskReview as TaskReview
+    from interlock.runtime.api.ralph import ralph_clean as ralph_clean
     from interlock.runtime.api.ralph import ralph_corrected as ralph_corrected
     from interlock.runtime.api.ralph import ralph_folder as ralph_folder
     from interlock.runtime.api.ralph import ralph_init as ralph_init

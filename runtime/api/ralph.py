@@ -28,6 +28,7 @@ from interlock.runtime.config.ralph import (
     load_ralph_config,
 )
 from interlock.runtime.engine.host import HostPlugin
+from interlock.runtime.engine.lifecycle import status_of
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.inbox.session import attach_inbox
 from interlock.runtime.ralph.feed import take_signals
@@ -43,8 +44,10 @@ from interlock.runtime.ralph.review import (
 )
 from interlock.runtime.ralph.runner import RalphResult, RalphRun
 from interlock.runtime.ralph.status import RalphStatus, build_status
+from interlock.runtime.ralph.worktrees import GitError, Worktrees
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SignalError, check_identifier
+from interlock.runtime.store import SessionNotFound, Store
 
 __all__ = [
     "RalphResult",
@@ -259,6 +262,39 @@ async def _status(session_id: str, store: str | None, root: Path | str | None
             return build_status(folder, engine, opened)
 
     return await asyncio.to_thread(build)
+
+
+def ralph_clean(session_id: str, *, force: bool = False, store: str | None = None,
+                root: Path | str | None = None) -> list[str]:
+    """Remove the session's task worktrees and branches (``interlock ralph clean``): the
+    merged ones, and with ``force`` those holding unmerged work too; the integration
+    branch stays. :class:`Conflict` while a runner holds the session, or (without
+    ``force``) when unmerged work remains, naming it. Returns the tasks removed."""
+    folder = _folder(session_id, root)
+    with opened_store(store, folder.root) as opened, translated():
+        if _running(opened, session_id):
+            raise Conflict(f"Ralph session {session_id} is running: stop it first "
+                           f"(Ctrl-C in its terminal, or interlock signal {session_id} ABORT)")
+    try:
+        trees = Worktrees(folder.root, session_id)
+        removed = trees.clean(force=force)
+        left = [t.task for t in trees.listed()]
+    except GitError as exc:
+        raise Conflict(str(exc)) from None
+    folder.forget_worktrees(removed)
+    if left:
+        raise Conflict(f"unmerged work kept in {len(left)} worktree(s): "
+                       f"{', '.join(str(trees.path_of(t)) for t in left)}; merge it, or "
+                       f"interlock ralph clean {session_id} --force to drop it")
+    return removed
+
+
+def _running(opened: Store, session_id: str) -> bool:
+    try:
+        row = opened.get(session_id)
+    except SessionNotFound:  # it never ran
+        return False
+    return status_of(opened, row, time.time()).status == "running"
 
 
 def ralph_task_report(session_id: str, task_id: str, *, root: Path | str | None = None

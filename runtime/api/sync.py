@@ -64,6 +64,7 @@ from interlock.runtime.api.ralph import RalphResult as RalphResult
 from interlock.runtime.api.ralph import RalphStatus as RalphStatus
 from interlock.runtime.api.ralph import ReviewResult as ReviewResult
 from interlock.runtime.api.ralph import TaskReview as TaskReview
+from interlock.runtime.api.ralph import ralph_clean as ralph_clean
 from interlock.runtime.api.ralph import ralph_corrected as ralph_corrected
 from interlock.runtime.api.ralph import ralph_folder as ralph_folder
 from interlock.runtime.api.ralph import ralph_init as ralph_init
@@ -186,6 +187,7 @@ __all__ = [
     "poll_settings",
     "post_message",
     "post_signal",
+    "ralph_clean",
     "ralph_corrected",
     "ralph_folder",
     "ralph_init",

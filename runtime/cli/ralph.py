@@ -238,6 +238,13 @@ def status(
     for task_id in info.get("to_correct") or []:
         print(f"  {task_id} was rejected by its review; stage a correction for its next "
               f"run: interlock ralph review {info['id']} {task_id}")
+    for tree in info.get("worktrees") or []:
+        conflicts = f" ({', '.join(tree['conflicts'])})" if tree.get("conflicts") else ""
+        print(f"  worktree {tree['task']}: {tree['path']} on {tree['branch']}, "
+              f"{tree['state']}{conflicts}")
+    if info.get("integration"):
+        print(f"  the session's work is on branch {info['integration']}; take it with: "
+              f"git merge {info['integration']}")
     if info["pending_signals"]:
         print(f"  pending signals: {', '.join(info['pending_signals'])}")
     if info.get("paused_for") and info["state"] == "PAUSED":
@@ -250,6 +257,25 @@ def status(
               f"{info['id']} --message \"...\"")
         for question in info["questions"]:
             print(f"    {question.get('id')}: {question.get('prompt')}")
+
+
+@ralph_app.command("clean")
+def clean(
+    session_id: IdArg,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Also remove worktrees and branches whose work is not merged.")
+    ] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Remove the git worktrees and task branches of a session that is not running (the
+    integration branch ralph/<ID> stays); refuses while unmerged work remains unless
+    --force."""
+    try:
+        removed = runtime.ralph_clean(session_id, force=force, store=store)
+    except runtime.InterlockError as exc:
+        raise typer.Exit(fail(str(exc), exc.exit_code)) from None
+    err.print(f"removed {len(removed)} worktree(s)"
+              + (f": {', '.join(removed)}" if removed else ""))
 
 
 @ralph_app.command("review")

@@ -169,6 +169,15 @@ class RalphFolder:
             write_yaml(self.metadata_path, data)
         return data
 
+    def forget_worktrees(self, tasks: list[str]) -> None:
+        """Drop ``tasks`` from metadata.yaml's ``worktrees`` (they were removed)."""
+        if not tasks:
+            return
+        trees = dict(self.metadata().get("worktrees") or {})
+        for task in tasks:
+            trees.pop(task, None)
+        self.update_metadata(worktrees=trees or None)
+
     # -- iterations ---------------------------------------------------------------------
 
     def open_iteration(self, n: int) -> None:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from interlock.runtime.store import Store
 
 __all__ = ["FINISHED", "LAST_LINES", "InboxLine", "Marker", "RalphStatus", "RunningAgent",
-           "SignalLine", "Spend", "StopInfo", "TaskLine", "build_status", "running_agent"]
+           "SignalLine", "Spend", "StopInfo", "TaskLine", "WorktreeLine", "build_status",
+           "running_agent"]
 
 Marker = Literal[" ", "/", "x", "F"]
 #: Statuses after which nothing more happens: ``watch.follow`` stops on them.
@@ -77,6 +78,18 @@ class InboxLine(_Model):
     pending: int = 0
 
 
+class WorktreeLine(_Model):
+    """A task's git worktree in a parallel batch (metadata.yaml's ``worktrees``): its
+    branch, folder and where its merge stands (working, merging, conflicted, merged,
+    failed)."""
+
+    task: str
+    branch: str
+    path: str
+    state: str = "working"
+    conflicts: tuple[str, ...] = ()
+
+
 class StopInfo(_Model):
     """Why the session ended: ``reason`` (``max_iterations``, ``max_runtime``,
     ``max_cost``, ``no_progress``, ``completed``, ``aborted``...) and a readable detail."""
@@ -102,6 +115,8 @@ class RalphStatus(_Model):
     elapsed: float | None = None  # seconds since the session started
     stop: StopInfo | None = None
     inbox: InboxLine | None = None  # None: no inbox message reached the session
+    integration: str | None = None  # the branch parallel batches merge into (ralph/<ID>)
+    worktrees: tuple[WorktreeLine, ...] = ()  # the tasks' worktrees not yet removed
     paused_for: str | None = None  # why it pauses when an agent failed (the CLI's words)
     # and more for scripts (``ralph status --json``); the view does not draw them
     id: str | None = None  # the session id again
@@ -164,6 +179,9 @@ def build_status(folder: RalphFolder, engine: Mapping[str, Any] | None,
         "spend": context.spend if engine is not None else Spend(),
         "elapsed": _elapsed(meta, status, at), "stop": stop,
         "inbox": (engine or {}).get("inbox"), "paused_for": meta.get("paused_for"),
+        "integration": meta.get("integration"),
+        "worktrees": [{"task": task, **(line if isinstance(line, dict) else {})}
+                      for task, line in (meta.get("worktrees") or {}).items()],
         "id": folder.id, "folder": str(folder.path), "stop_reason": meta.get("stop_reason"),
         "pending_signals": folder.mailbox().pending(),
         "invocations": sorted(p.name for p in (folder.iteration(n) / "invocations").glob(
