@@ -154,9 +154,13 @@ async def ralph_run(session_id: str, *, max_iterations: int | None = None,
         with opened_store(store, folder.root) as opened, translated():
             opened.enqueue(session_id, "resume", {"message": None}, time.time())
     with translated():
-        return await RalphRun(folder.root, session_id, config, store_url=store,
-                              agents=wrap, on_note=on_note, on_review=on_review,
-                              wait=wait, more=_inbox(store, folder.root, on_note)).run(stop)
+        try:
+            return await RalphRun(folder.root, session_id, config, store_url=store,
+                                  agents=wrap, on_note=on_note, on_review=on_review,
+                                  wait=wait, more=_inbox(store, folder.root, on_note)
+                                  ).run(stop)
+        except GitError as exc:  # parallel batches in a folder that is not a repository
+            raise UsageError(str(exc)) from None
 
 
 def _inbox(store: str | None, root: Path, on_note: Callable[[str], None] | None

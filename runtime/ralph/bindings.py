@@ -1,6 +1,8 @@
 """The orchestrator's guards and actions (specs/ralph_orchestrator.yaml).
 
-They keep the session context and the session folder in step; they never run an agent.
+They keep the session context and the session folder in step (and, in a parallel batch,
+the tasks' git worktrees: :mod:`~interlock.runtime.ralph.isolation`); they never run an
+agent.
 An ``invoke_*`` entry action prepares the invocation its state makes
 (``context.invocation``: its number, role, mode, task, the STEER and INFO it is given,
 the role's brief); the state's ``invoke: machine: ralph_subagent`` runs it as a child
@@ -17,10 +19,12 @@ from interlock.machines.bindings import Bindings, Call
 from interlock.runtime.config.ralph import IDENTITIES
 from interlock.runtime.engine.agent_output import MUST_FIX_REASONS
 from interlock.runtime.ralph.folder import RalphFolder, Task, now_iso, write_text
+from interlock.runtime.ralph.isolation import Isolation
 from interlock.runtime.ralph.state import (
     Brief,
     Buffered,
     Invocation,
+    Merge,
     OrchestratorContext,
     Replan,
     SubagentContext,
@@ -43,33 +47,43 @@ def _for_orchestrator(data: Any) -> bool:
 
 def make_bindings(folder: RalphFolder,
                   over_limit: Callable[[Ctx], bool] | None = None,
-                  asks_corrections: Callable[[], bool] | None = None) -> Bindings:
+                  asks_corrections: Callable[[], bool] | None = None,
+                  parallel: int = 1, isolation: Isolation | None = None) -> Bindings:
     """The bindings of one Ralph session's orchestrator; ``over_limit`` says whether the
     engine's limits forbid another invocation (None: no limits), ``asks_corrections``
-    whether rejected tasks wait for the human's correction (None: never). Each works on
-    the typed context (:class:`~interlock.runtime.ralph.state.OrchestratorContext`)."""
+    whether rejected tasks wait for the human's correction (None: never); ``parallel``
+    tasks of a batch run at once, each where ``isolation`` puts it (None: the project
+    folder). Each works on the typed context
+    (:class:`~interlock.runtime.ralph.state.OrchestratorContext`)."""
+    place = isolation or Isolation(folder, worktrees=False)
 
-    def invoke(s: State, role: str, mode: str, task: TaskRef | None = None,
-               brief: Brief | None = None) -> None:
-        """Prepare the invocation the state's invoke makes (its input)."""
+    def invocation(s: State, role: str, mode: str, task: TaskRef | None = None,
+                   brief: Brief | None = None, workdir: str = "") -> Invocation:
+        """A new invocation's input, with the STEER and INFO it is given."""
         s.session_id = folder.id  # what the subagent's input names
         buffered = s.buffered.pop(IDENTITIES[role], [])
         s.invocation_seq += 1
-        s.invocation = Invocation(
+        return Invocation(
             seq=s.invocation_seq, role=role, mode=mode, task=task, iteration=s.iteration,
             steers=[*s.steer_messages, *(b.message for b in buffered if b.type == "STEER")],
             infos=[*s.info_messages, *(b.message for b in buffered if b.type == "INFO")],
-            brief=brief or Brief())
+            brief=brief or Brief(), workdir=workdir)
+
+    def invoke(s: State, role: str, mode: str, task: TaskRef | None = None,
+               brief: Brief | None = None, workdir: str = "") -> None:
+        """Prepare the invocation the state's invoke makes (its input)."""
+        s.invocation = invocation(s, role, mode, task, brief, workdir)
 
     def done_invoking(s: State) -> None:
         s.invocation = None
 
-    def absorb(c: Call, s: State) -> None:
+    def absorb(c: Call, s: State, given: Invocation | None = None) -> None:
         """What the subagent learned (INFO it took itself, for every later invocation)
         and what its agent calls spent."""
         out = _output(c)
-        given = s.invocation.infos if s.invocation is not None else []
-        for info in [*given, *out.learned]:
+        made = given or s.invocation
+        given_infos = made.infos if made is not None else []
+        for info in [*given_infos, *out.learned]:
             if info not in s.info_messages:
                 s.info_messages.append(info)
         s.add_spend(spent(out.calls))
@@ -229,7 +243,9 @@ def make_bindings(folder: RalphFolder,
         s.current_task = s.task(s.review_queue.pop(0))
 
     def invoke_reviewer(c: Call, s: State) -> None:
-        invoke(s, "reviewer", "review", s.current_task)
+        task = s.current_task
+        invoke(s, "reviewer", "review", task,
+               workdir=place.workdir(task.id) if task is not None else "")
 
     def record_review(c: Call, s: State) -> None:
         ident = s.current_task.id if s.current_task is not None else "?"
@@ -237,8 +253,104 @@ def make_bindings(folder: RalphFolder,
         if verdict != "accept":
             s.rejected.append(ident)
             folder.mark(s.iteration, ident, "F", f"review: {verdict}")
+        elif place.workdir(ident):
+            s.merge_queue.append(ident)  # approved: its branch merges, one at a time
         absorb(c, s)
         done_invoking(s)
+
+    # -- parallel batches ---------------------------------------------------------------
+
+    def runs_in_parallel(c: Call, s: State) -> bool:
+        return parallel > 1 and bool(s.task_queue)
+
+    def fork_batch(c: Call, s: State) -> None:
+        """One Executor invocation per task of the batch, each in its own worktree."""
+        s.parallel = parallel
+        s.workers = [invocation(s, "executor", "execute", s.task(ident),
+                                workdir=place.fork(ident)) for ident in s.task_queue]
+        s.task_queue = []
+
+    def worker(c: Call, s: State) -> Invocation:
+        return Invocation.model_validate((c.data or {}).get("item") or {
+            "seq": 0, "role": "executor", "mode": "execute"})
+
+    def record_worker(c: Call, s: State) -> None:
+        made = worker(c, s)
+        task = made.task or TaskRef(id="?")
+        out = _output(c)
+        place.settle(task.id, task.title)
+        s.results[task.id] = TaskResult(status="completed", report=(out.answer or {}).get(
+            "report"), blockers=list(out.blockers))
+        s.review_queue.append(task.id)
+        absorb(c, s, made)
+
+    def record_worker_blocker(c: Call, s: State) -> None:
+        made = worker(c, s)
+        ident = made.task.id if made.task is not None else "?"
+        out = _output(c)
+        blockers = list(out.blockers or [out.error or "blocked"])
+        s.blockers.extend(blockers)
+        s.results[ident] = TaskResult(status="blocked", blockers=blockers,
+                                      report=(out.answer or {}).get("report"))
+        absorb(c, s, made)
+
+    def mark_worker_failed(c: Call, s: State) -> None:
+        made = worker(c, s)
+        ident = made.task.id if made.task is not None else "?"
+        error = _output(c).error or (c.data or {}).get("message") or "the executor failed"
+        s.results[ident] = TaskResult(status="failed", blockers=[error])
+        folder.mark(s.iteration, ident, "F", str(error))
+        absorb(c, s, made)
+
+    def workers_done(c: Call, s: State) -> None:
+        s.workers = []
+        s.steer_messages = []
+        s.pause_message = None
+
+    def has_next_merge(c: Call, s: State) -> bool:
+        return bool(s.merge_queue)
+
+    def take_next_merge(c: Call, s: State) -> None:
+        s.merging = Merge(task=s.merge_queue.pop(0))
+        s.current_task = s.task(s.merging.task)
+
+    def merge_task(c: Call, s: State) -> None:
+        assert s.merging is not None
+        s.merging.conflicts = list(place.merge(s.merging.task).conflicts)
+
+    def merge_conflicted(c: Call, s: State) -> bool:
+        return s.merging is not None and bool(s.merging.conflicts)
+
+    def invoke_merger(c: Call, s: State) -> None:
+        assert s.merging is not None
+        invoke(s, "merger", "merge", s.task(s.merging.task),
+               Brief(conflicts=s.merging.conflicts), workdir=place.workdir(s.merging.task))
+
+    def conclude_merge(c: Call, s: State) -> None:
+        if s.merging is not None and not s.merging.conflicts:
+            return
+        assert s.merging is not None
+        s.merging.conflicts = list(place.conclude(s.merging.task).conflicts)
+        absorb(c, s)
+        done_invoking(s)
+
+    def merged(c: Call, s: State) -> None:
+        s.merging = None
+
+    def mark_merge_failed(c: Call, s: State) -> None:
+        """The Merger could not resolve it: the task is [F], its branch kept, and the
+        conflict a blocker the Questioner asks the human about."""
+        assert s.merging is not None
+        task, files = s.merging.task, s.merging.conflicts or ["(unknown)"]
+        place.give_up(task, files)
+        why = f"merge conflict: {', '.join(files)}"
+        s.results[task] = TaskResult(status="failed", blockers=[why])
+        s.blockers.append(f"{task}: {why}")
+        folder.mark(s.iteration, task, "F", why)
+        if s.invocation is not None:
+            absorb(c, s)
+            done_invoking(s)
+        s.merging = None
 
     def record_review_failure(c: Call, s: State) -> None:
         s.rejected.append(s.current_task.id if s.current_task is not None else "?")
@@ -391,6 +503,8 @@ def make_bindings(folder: RalphFolder,
 
     def finalize_session(c: Call, s: State) -> None:
         s.status = "aborted" if s.status == "aborted" else "completed"
+        if s.status == "completed":
+            place.finish()  # the merged tasks' worktrees and branches
         folder.close_iteration(s.iteration)
         folder.update_metadata(state="COMPLETE", status=s.status, completed_at=now_iso())
 
@@ -422,6 +536,12 @@ def make_bindings(folder: RalphFolder,
         "mark_in_progress_tasks_failed": mark_in_progress_tasks_failed,
         "mark_session_aborted": mark_session_aborted,
         "record_completed_at": record_completed_at, "finalize_session": finalize_session,
+        "fork_batch": fork_batch, "record_worker": record_worker,
+        "record_worker_blocker": record_worker_blocker,
+        "mark_worker_failed": mark_worker_failed, "workers_done": workers_done,
+        "take_next_merge": take_next_merge, "merge_task": merge_task,
+        "invoke_merger": invoke_merger, "conclude_merge": conclude_merge, "merged": merged,
+        "mark_merge_failed": mark_merge_failed,
     }
     guards = {
         "aborted_by_signal": aborted_by_signal, "subagent_paused": subagent_paused,
@@ -432,6 +552,8 @@ def make_bindings(folder: RalphFolder,
         "for_current_iteration": for_current_iteration, "has_next_task": has_next_task,
         "has_next_review": has_next_review, "needs_replanning": needs_replanning,
         "has_next_batch": has_next_batch, "has_staged_knowledge": has_staged_knowledge,
+        "runs_in_parallel": runs_in_parallel, "has_next_merge": has_next_merge,
+        "merge_conflicted": merge_conflicted,
     }
     return {
         "record_state": noop, "archive_stale_signal": archive_stale_signal,

@@ -57,6 +57,7 @@ from interlock.runtime.host.owners import default_owner
 from interlock.runtime.ralph.bindings import make_bindings, to_correct
 from interlock.runtime.ralph.feed import RalphFeed
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
+from interlock.runtime.ralph.isolation import Isolation
 from interlock.runtime.ralph.limits import (
     FileHashes,
     SessionLimits,
@@ -179,8 +180,14 @@ class RalphRun(HostPlugin):
         to a new session's context."""
         feed = RalphFeed(self.folder.mailbox(), open_store(self.store_url, self.root),
                          self.owner, self.note)
+        forked = "integration" in self.folder.metadata()  # a parallel run came before
+        isolation = Isolation(self.folder, worktrees=self.config.isolation == "worktree"
+                              and (self.config.parallel > 1 or forked))
+        if self.config.parallel > 1:
+            isolation.check()  # a folder the tasks cannot be isolated in: refused, saying how
         bindings = with_session(make_bindings(self.folder, self._over_limit,
-                                              self._asks_corrections),
+                                              self._asks_corrections, self.config.parallel,
+                                              isolation),
                                 SessionContext.of(self.folder.id, self.folder.path))
         agents = as_workers(agent_resolver(self.root), self.folder)
         if self.wrap_agents is not None:

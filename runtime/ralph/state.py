@@ -152,6 +152,7 @@ class Brief(_Part):
     answers: str = ""
     blockers: list[Any] = Field(default_factory=list)
     approval: str = ""
+    conflicts: list[str] = Field(default_factory=list)  # for the Merger
 
 
 class Invocation(_Part):
@@ -165,6 +166,15 @@ class Invocation(_Part):
     steers: list[Message] = Field(default_factory=list)
     infos: list[Message] = Field(default_factory=list)
     brief: Brief = Field(default_factory=Brief)
+    workdir: str = ""  # where the agent works ("": the project folder)
+
+
+class Merge(_Part):
+    """The merge of an approved task of a parallel batch under way: the files git left in
+    conflict (empty: none)."""
+
+    task: str
+    conflicts: list[str] = Field(default_factory=list)
 
 
 class CallRecord(_Part):
@@ -226,6 +236,10 @@ class OrchestratorContext(_Context):
     approval: str | None = None
     knowledge: str | None = None
     knowledge_approval_timeout: Delay = "1h"
+    parallel: int = 1
+    workers: list[Invocation] = Field(default_factory=list)
+    merge_queue: list[str] = Field(default_factory=list)
+    merging: Merge | None = None
 
     @property
     def spend(self) -> Spend:

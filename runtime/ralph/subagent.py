@@ -32,6 +32,7 @@ from interlock.runtime.engine.agent_output import TRANSIENT_REASONS
 from interlock.runtime.engine.prompts import render_prompt
 from interlock.runtime.ralph.folder import RalphFolder, Task, write_text
 from interlock.runtime.ralph.gates import GateReport, gate_decision
+from interlock.runtime.ralph.isolation import Isolation
 from interlock.runtime.ralph.limits import backoff_delay, is_transient
 from interlock.runtime.ralph.state import CallRecord, SubagentContext, guard, spent, typed
 from interlock.runtime.signals.staged import staged_prompt, task_node
@@ -74,7 +75,8 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
         s.invocation_timeout = config.invocation_timeout or DAY
         s.gates_timeout = sum(g.timeout for g in config.gates) + 60.0
         s.python = sys.executable
-        s.workdir = str(folder(s).workdir)
+        if s.workdir in ("", "."):  # else the task's worktree, given by the orchestrator
+            s.workdir = str(folder(s).workdir)
         folder(s).open_iteration(s.iteration)
 
     def mark_wip(c: Call, s: State) -> None:
@@ -106,12 +108,14 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
         base: dict[str, Any] = {
             "session": where.id, "mode": s.mode,
             "task": s.task.model_dump(mode="json", exclude_unset=True) if s.task else None,
-            "workdir": str(where.workdir), "knowledge": str(where.iteration(n) / "knowledge"),
+            "workdir": s.workdir if s.workdir not in ("", ".") else str(where.workdir),
+            "knowledge": str(where.iteration(n) / "knowledge"),
             "docs": str(where.docs), "resumed": s.pause_message or "",
             "gate_feedback": s.gate_feedback or "",
             "approval": brief.approval or "", "answers": brief.answers or "",
             "blockers": list(brief.blockers),
             "correction": s.correction or "",
+            "conflicts": list(brief.conflicts),
         }
         if s.role == "planner":
             replan = brief.replan if s.mode == "replan" else None
@@ -128,6 +132,8 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
         if s.role == "reviewer" and s.task_id:
             report = where.iteration(n) / "tasks" / f"{s.task_id}.md"
             base["report"] = report.read_text(encoding="utf-8") if report.exists() else ""
+            own = s.workdir not in ("", ".", str(where.workdir))  # the task's own worktree
+            base["diff"] = Isolation(where, worktrees=True).diff(s.task_id) if own else ""
         return base
 
     # -- the agent call -----------------------------------------------------------------
@@ -246,7 +252,7 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
 
     def needs_gates(c: Call, s: State) -> bool:
         answer = s.answer or {}
-        return (s.role == "executor" and bool(config.gates)
+        return (s.role in ("executor", "merger") and bool(config.gates)
                 and str(answer.get("status", "done")) == "done")
 
     def gates_passed(c: Call, s: State) -> bool:
