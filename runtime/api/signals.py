@@ -84,20 +84,22 @@ def mailbox_folder(session: Path | str, *, create: bool = False, store: str | No
 
 def post_signal(session: Path | str, kind: str, message: str | None = None, *,
                 target: str = TARGET_ALL, iteration: int | None = None, create: bool = False,
-                store: str | None = None, root: Path | str | None = None) -> PostedSignal:
+                store: str | None = None, root: Path | str | None = None,
+                task: str | None = None) -> PostedSignal:
     """Write a signal file into the ``signals/inputs/`` of ``session`` (see
-    :func:`mailbox_folder`) atomically (tmp/, fsync, rename). UsageError for a bad type,
-    target or message (checked first); NotFound for an unknown session (unless
-    ``create``)."""
+    :func:`mailbox_folder`) atomically (tmp/, fsync, rename). ``task``: for the subagent
+    working on that task only (a Ralph session's parallel batch). UsageError for a bad
+    type, target, task or message (checked first); NotFound for an unknown session
+    (unless ``create``)."""
     try:
-        make_signal(kind, target, message, iteration, now=datetime.now(UTC))
+        make_signal(kind, target, message, iteration, now=datetime.now(UTC), task=task)
     except SignalError as exc:
         raise UsageError(str(exc)) from None
     session_dir = mailbox_folder(session, create=create, store=store, root=root)
     try:
         with translated():
             mailbox, signal = _post(session_dir, kind, message, target=target,
-                                    iteration=iteration)
+                                    iteration=iteration, task=task)
     except OSError as exc:
         raise InterlockError(f"cannot write to the mailbox in {session_dir}: "
                              f"{exc.strerror or exc}") from None

@@ -353,6 +353,9 @@ def signal_(
                                         "it is for.")] = "ALL",
     iteration: Annotated[int | None, typer.Option("--iteration", metavar="N", min=0,
                                                   help="The iteration it applies to.")] = None,
+    task: Annotated[str | None, typer.Option(
+        "--task", metavar="T", help="Only for the subagent working on task T (a Ralph "
+        "session's parallel batch).")] = None,
     wait: Annotated[float | None, typer.Option("--wait", metavar="S", min=0.0, help="Block "
                                                "until handled; print the receipt (exit 124 "
                                                "on timeout).")] = None,
@@ -369,7 +372,7 @@ def signal_(
     from interlock.runtime.cli.signals import send_signal
 
     raise typer.Exit(send_signal(session, kind, message, target, iteration, wait,
-                                 create=create, store_url=store))
+                                 create=create, store_url=store, task=task))
 
 
 from interlock.runtime.cli.agents import agents_app  # noqa: E402

@@ -19,10 +19,11 @@ EXIT_INTERRUPTED = 130
 
 def send_signal(session: str, kind: str, message: str | None, target: str,
                 iteration: int | None, wait: float | None, *, create: bool = False,
-                store_url: str | None = None) -> int:
+                store_url: str | None = None, task: str | None = None) -> int:
     try:
         posted = runtime.post_signal(session, kind, message, target=target,
-                                     iteration=iteration, create=create, store=store_url)
+                                     iteration=iteration, create=create, store=store_url,
+                                     task=task)
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
     err.print(f"posted {posted.signal.type} {escape(posted.signal.file_name)} to "

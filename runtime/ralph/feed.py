@@ -4,12 +4,14 @@ One mailbox, ``.ralph-sessions/<ID>/signals/``, serves the orchestrator session 
 subagent session running under it (a child machine). :class:`RalphFeed` is that mailbox's
 subscriber in a :class:`~interlock.runtime.signals.consumer.Consumer` (watchdog hints,
 reconciliation scans, claims, exactly-once delivery, dead consumers' claims recovered):
-its routing offers a signal to the innermost session whose identity it targets (``ALL``,
-``Ralph-Executor``...) and whose current configuration accepts it (``Runner.accepts``),
-keyed by the signal id in that session's store inbox (a signal re-read after a crash is
-never applied twice), and the consumer archives it in ``processed/`` with its handling
-metadata. The orchestrator also takes STEER and INFO targeted at a subagent that is not
-running, at its checkpoints, and buffers them for that subagent's next invocation.
+its routing offers a signal to the innermost sessions whose identity it targets (``ALL``,
+``Ralph-Executor``...) and whose current configuration accepts it (``Runner.accepts``):
+every subagent running that takes it (the Executors of a parallel batch each get it once;
+a signal naming a ``task`` only that task's), else the orchestrator; keyed by the signal
+id in each session's store inbox (a signal re-read after a crash is never applied twice),
+and the consumer archives it in ``processed/`` with its handling metadata. The
+orchestrator also takes STEER and INFO targeted at a subagent that is not running, at its
+checkpoints, and buffers them for that subagent's next invocation.
 Anything no session accepts now stays in ``inputs/`` for later (APPROVE waits for
 KNOWLEDGE_APPROVAL): every committed step of a session the feed serves asks for a scan.
 Since the orchestrator accepts only ABORT while a subagent runs, the two never compete
@@ -77,7 +79,7 @@ class _Taker:
 @dataclass(frozen=True, slots=True)
 class _Route:
     signal_id: str
-    taker: _Taker
+    takers: tuple[_Taker, ...]
     buffered: bool  # a STEER/INFO for a subagent that the orchestrator keeps for it
 
 
@@ -184,24 +186,41 @@ class RalphFeed(HostPlugin):
 
     def wants(self, signal: Signal) -> bool:
         with self._lock:
-            self._route = next((route for taker in reversed(self._takers)
-                                if (route := self._routed(signal, taker)) is not None), None)
+            subagents = tuple(taker for taker in self._takers
+                              if taker.identity != ORCHESTRATOR
+                              and self._takes(signal, taker, buffered=False))
+            if subagents:
+                self._route = _Route(signal.id, subagents, False)
+            else:
+                self._route = next((_Route(signal.id, (taker,), buffered)
+                                    for taker in self._takers if taker.identity == ORCHESTRATOR
+                                    for buffered in (False, True)
+                                    if self._takes(signal, taker, buffered=buffered)), None)
             return self._route is not None
 
-    def _routed(self, signal: Signal, taker: _Taker) -> _Route | None:
+    @staticmethod
+    def _takes(signal: Signal, taker: _Taker, *, buffered: bool) -> bool:
+        """Whether ``taker`` takes ``signal`` now (``buffered``: the orchestrator, keeping
+        a STEER or INFO for a subagent's next invocation)."""
         orchestrator = taker.identity == ORCHESTRATOR
-        mine = signal.target in ("ALL", taker.identity)
-        buffered = (orchestrator and not mine and signal.type in ("STEER", "INFO")
-                    and signal.target in IDENTITIES.values())
-        if not (mine or buffered) or (not orchestrator and signal.type not in UNIVERSAL_TYPES):
-            return None
-        if not taker.runner.accepts(signal.event, signal.event_data()):
-            return None
-        return _Route(signal.id, taker, buffered)
+        if buffered:
+            if not (orchestrator and signal.task is None and signal.type in ("STEER", "INFO")
+                    and signal.target not in ("ALL", ORCHESTRATOR)
+                    and signal.target in IDENTITIES.values()):
+                return False
+        elif signal.target not in ("ALL", taker.identity):
+            return False
+        if not orchestrator and signal.type not in UNIVERSAL_TYPES:
+            return False
+        if signal.task is not None and (orchestrator or _task_of(taker) != signal.task):
+            return False  # for that task's subagent only
+        return taker.runner.accepts(signal.event, signal.event_data())
 
     def handler_of(self, signal: Signal) -> str:
         route = self._route
-        return route.taker.identity if route is not None else ORCHESTRATOR
+        if route is None:
+            return ORCHESTRATOR
+        return ", ".join(dict.fromkeys(taker.identity for taker in route.takers))
 
     def deliver(self, signal: Signal, handled_at: str) -> str:
         with self._lock:
@@ -211,16 +230,21 @@ class RalphFeed(HostPlugin):
                     raise LookupError(f"no session of this Ralph run takes {signal.id} now")
                 route = self._route
                 assert route is not None
-            runner, identity = route.taker.runner, route.taker.identity
-            self.store.offer(runner.session_id, signal.event, signal.event_data(),
-                             time.time(), signal.id)
-            route.taker.offered += 1
-        state = runner.active[-1] if runner.active else "?"
+            for taker in route.takers:
+                self.store.offer(taker.runner.session_id, signal.event, signal.event_data(),
+                                 time.time(), signal.id)
+                taker.offered += 1
+        first = route.takers[0]
+        state = first.runner.active[-1] if first.runner.active else "?"
         action = (f"buffered for {signal.target}'s next invocation" if route.buffered
-                  else handling_action(signal, identity, state))
+                  else handling_action(signal, first.identity, state))
+        if len(route.takers) > 1:
+            action += f" (each of {len(route.takers)}: " + ", ".join(
+                _task_of(t) or t.runner.session_id for t in route.takers) + ")"
         self.note(f"{now_iso()}   {signal.type} ({signal.target}) {signal.message or ''}: "
-                  f"{identity}: {action}")
-        runner.wake()
+                  f"{self.handler_of(signal)}: {action}")
+        for taker in route.takers:
+            taker.runner.wake()
         return action
 
     def _hand_over(self) -> None:
@@ -244,6 +268,12 @@ class RalphFeed(HostPlugin):
                       "ended before taking it")
             runner.wake()
         self._orphans = kept
+
+
+def _task_of(taker: _Taker) -> str | None:
+    """The task id the subagent session of ``taker`` works on, if any."""
+    task = taker.runner.session.context.get("task")
+    return str(task.get("id")) if isinstance(task, dict) and task.get("id") else None
 
 
 def pending(mailbox: Mailbox, *, quarantine: bool = False) -> Iterator[tuple[str, Signal]]:

@@ -6,6 +6,7 @@ A signal file is a small YAML mapping::
     target: ALL          # ALL, or the name of one consumer (Ralph-Orchestrator, Ralph-Executor)
     message: "Use bar, not foo."
     iteration: 1         # optional; APPROVE/SKIP for another iteration are not applied
+    task: T2             # optional; for the subagent working on that task only
 
 named ``signal.<YYMMDD-HHmmss>-<ms>-<random>.yaml`` so that automated writers never
 collide (seed 004's forward-compatibility note); the seed's own second-level names are
@@ -34,7 +35,7 @@ STATE_SPECIFIC_TYPES = ("APPROVE", "SKIP")  # only a state that accepts them tak
 NEEDS_MESSAGE = ("STEER", "INFO")
 TARGET_ALL = "ALL"
 MAX_SIGNAL_BYTES = 64 * 1024
-FIELDS = ("type", "target", "message", "iteration")
+FIELDS = ("type", "target", "message", "iteration", "task")
 
 NAME_RE = re.compile(r"^signal\.(?P<id>(?P<stamp>(?:\d{2})?\d{6}-\d{6})(?:-(?P<ms>\d{3}))?"
                      r"(?:-(?P<rand>[A-Za-z0-9]{1,32}))?)\.ya?ml$")
@@ -65,6 +66,7 @@ class Signal:
     target: str
     message: str | None = None
     iteration: int | None = None
+    task: str | None = None  # an extension of seed 004's format: one task's subagent only
 
     @property
     def file_name(self) -> str:
@@ -76,8 +78,11 @@ class Signal:
         return f"signal.{self.type}"
 
     def event_data(self) -> dict[str, Any]:
-        return {"signal_id": self.id, "target": self.target, "message": self.message,
+        data = {"signal_id": self.id, "target": self.target, "message": self.message,
                 "iteration": self.iteration}
+        if self.task is not None:
+            data["task"] = self.task
+        return data
 
     def to_yaml_fields(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type, "target": self.target}
@@ -85,6 +90,8 @@ class Signal:
             data["message"] = self.message
         if self.iteration is not None:
             data["iteration"] = self.iteration
+        if self.task is not None:
+            data["task"] = self.task
         return data
 
 
@@ -164,8 +171,14 @@ def parse_signal(raw: bytes, file_name: str) -> Signal:
     if iteration is not None and (isinstance(iteration, bool) or not isinstance(iteration, int)
                                   or iteration < 0):
         raise SignalError(f"iteration must be a whole number >= 0, not {iteration!r}")
+    task = data.get("task")
+    if task is not None:
+        if not isinstance(task, str | int) or isinstance(task, bool):
+            raise SignalError(f"task must be a task id such as T2, not {task!r}")
+        task = str(task)
+        check_identifier(task, "task")
     return Signal(id=signal_id, type=kind, target=target, message=message,
-                  iteration=iteration)
+                  iteration=iteration, task=task)
 
 
 def render_signal(signal: Signal) -> str:
@@ -178,7 +191,7 @@ def render_signal(signal: Signal) -> str:
 
 def make_signal(kind: str, target: str = TARGET_ALL, message: str | None = None,
                 iteration: int | None = None, *, now: datetime,
-                random_part: str | None = None) -> Signal:
+                random_part: str | None = None, task: str | None = None) -> Signal:
     """A new signal, checked like one read from a file."""
     kind = kind.strip().upper()
     if kind not in SIGNAL_TYPES:
@@ -188,7 +201,9 @@ def make_signal(kind: str, target: str = TARGET_ALL, message: str | None = None,
         raise SignalError(f"a {kind} signal needs a message")
     if iteration is not None and iteration < 0:
         raise SignalError(f"iteration must be >= 0, not {iteration}")
-    return Signal(new_signal_id(now, random_part), kind, target, message, iteration)
+    if task is not None:
+        check_identifier(task, "task")
+    return Signal(new_signal_id(now, random_part), kind, target, message, iteration, task)
 
 
 def iso_utc(now: datetime) -> str:

@@ -43,10 +43,12 @@ class Receipt:
 
 def post_signal(session_dir: Path, kind: str, message: str | None = None, *,
                 target: str = "ALL", iteration: int | None = None,
-                now: datetime | None = None) -> tuple[Mailbox, Signal]:
+                now: datetime | None = None, task: str | None = None
+                ) -> tuple[Mailbox, Signal]:
     """Create a signal file in ``SESSION_DIR/signals/inputs/`` (through ``tmp/``)."""
     mailbox = Mailbox(session_dir)
-    signal = make_signal(kind, target, message, iteration, now=now or datetime.now(UTC))
+    signal = make_signal(kind, target, message, iteration, now=now or datetime.now(UTC),
+                         task=task)
     mailbox.post(signal)
     return mailbox, signal
 

@@ -50,6 +50,10 @@ def test_a_seed_signal_parses() -> None:
     raw = b"type: STEER\ntarget: ALL\nmessage: \"Use 'bar', not 'foo'.\"\niteration: 1\n"
     assert parse_signal(raw, NAME) == Signal("260208-143005-123-abcd", "STEER", "ALL",
                                              "Use 'bar', not 'foo'.", 1)
+    for_one = parse_signal(b"type: STEER\ntarget: Ralph-Executor\nmessage: m\ntask: T2\n",
+                           NAME)
+    assert for_one.task == "T2" and for_one.event_data()["task"] == "T2"
+    assert parse_signal(b"type: PAUSE\ntask: 3\n", NAME).task == "3"
     seed_name = parse_signal(b"type: pause\ntarget: Ralph-Executor\n",
                              "signal.260208-143000.yaml")
     assert (seed_name.id, seed_name.type) == ("260208-143000", "PAUSE")
@@ -87,6 +91,8 @@ def test_six_and_eight_digit_dates_sort_together() -> None:
     (b"type: STEER\ntarget: ALL\nmessage: \xff\xfe\n", NAME, "not UTF-8"),
     (b"type: APPROVE\ntarget: ALL\niteration: -1\n", NAME, "iteration must be"),
     (b"type: APPROVE\ntarget: ALL\niteration: true\n", NAME, "iteration must be"),
+    (b"type: PAUSE\ntarget: ALL\ntask: [T1]\n", NAME, "task must be a task id"),
+    (b"type: PAUSE\ntarget: ALL\ntask: ../T1\n", NAME, "task '../T1' is not a valid name"),
     (b"", NAME, "empty"),
 ])
 def test_malformed_signals_say_why(raw: bytes, name: str, reason: str) -> None:
