@@ -306,14 +306,14 @@ def _check_each(invoke: InvokeIR) -> Iterator[Diagnostic]:
         if concurrency is not None:
             yield error("M227", f"{where} has `concurrency:` but no `each:`: only a fan-out "
                         "runs children at once", invoke.mark_of("concurrency"),
-                        'add `each: "{{ context.items }}"` to run one child per item, or '
+                        'add `each: "{{ context.batch }}"` to run one child per item, or '
                         "remove `concurrency:`")
         return
     if isinstance(invoke.each, str):
         if not expression_alone(invoke.each):
             yield error("M229", f"`each:` of {where} is {invoke.each!r}: neither a list nor "
                         "one `{{ expression }}` giving one", invoke.mark_of("each"),
-                        _as_expression(invoke.each, "context.items") + ", or a YAML list")
+                        _as_expression(invoke.each, "context.batch") + ", or a YAML list")
         else:
             yield from _syntax(invoke.each, invoke.mark_of("each"), f"`each:` of {where}")
     if isinstance(concurrency, int) and concurrency < 1:
