@@ -5,7 +5,6 @@ leaving the state, an empty list, a list that is not one, Ctrl-C and resume."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +24,6 @@ from support.invoke_helpers import (
     wait_for,
 )
 from support.machine_helpers import Machines, child_spec, open_parent
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = SqliteStore(tmp_path / "state.db")
-    yield s
-    s.close()
 
 
 def run_fanout(store: SqliteStore, tmp_path: Path, spec: str) -> Runner:

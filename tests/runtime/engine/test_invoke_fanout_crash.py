@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,13 +28,6 @@ from support.invoke_helpers import (
 )
 
 RUN_SESSION = Path(__file__).resolve().parents[2] / "support" / "invoke" / "run_session.py"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = SqliteStore(tmp_path / "state.db")
-    yield s
-    s.close()
 
 
 def crash_mid_fanout(store: SqliteStore, tmp_path: Path, on_resume: str) -> list[int]:
