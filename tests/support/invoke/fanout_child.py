@@ -1,12 +1,12 @@
 """A fan-out's child for invoke tests: ``fanout_child.py TIMES ITEM INDEX [options]``.
 
-It appends ``INDEX START END`` (system-wide monotonic seconds) to TIMES when it ends, so a
-test can tell how many children ran at once from what they recorded, not from a clock of
-its own. --pair DIR: put a marker in DIR and wait (20 s at most) until DIR holds two, so
-the first two children of a concurrency-2 fan-out provably overlap. --pids FILE: append
-its pid. --wait-file PATH (when not empty): wait (30 s at most) until PATH exists. --exit
-N: exit with N after answering nothing. --hang: never end. Otherwise it answers a YAML
-document: its item, its index, the first line of its stdin.
+It appends ``INDEX START END`` (system-wide monotonic seconds) to TIMES just before it
+answers and ends, so a test can tell how many children ran at once from what they
+recorded, not from a clock of its own. --pair DIR: put a marker in DIR and wait (20 s at
+most) until DIR holds two, so the first two children of a concurrency-2 fan-out provably
+overlap. --pids FILE: append its pid. --wait-file PATH (when not empty): wait (30 s at
+most) until PATH exists. --exit N: exit with N after answering nothing. --hang: never end.
+Otherwise it answers a YAML document: its item, its index, the first line of its stdin.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ if args.wait_file:
         time.sleep(0.005)
 while args.hang:
     time.sleep(60)
-if args.exit == 0:
+with Path(args.times).open("a") as times:  # one write: lines never interleave
+    times.write(f"{args.index} {start} {time.monotonic()}\n")
+if args.exit == 0:  # last: a complete answer may have it stopped at once
     first = prompt.splitlines()[0] if prompt else ""
     print(f"v: done\nitem: {args.item}\nindex: {args.index}\nprompt: {first!r}\n...",
           flush=True)
-with Path(args.times).open("a") as times:  # one write: lines never interleave
-    times.write(f"{args.index} {start} {time.monotonic()}\n")
 sys.exit(args.exit)
