@@ -1108,41 +1108,10 @@ def test_listeners_around_inside_or_beside_the_invocation_are_fine() -> None:
 
 # -- fan-out: M227-M232 ------------------------------------------------------------------
 
-FANOUT = """\
-machine: batches
-context:
-  batch: {type: list, default: []}
-  parallel: {type: int, default: 2}
-initial: executing
-states:
-  executing:
-    invoke:
-      id: executors
-      machine: ralph_subagent
-      each: "{{ context.batch }}"
-      concurrency: "{{ context.parallel }}"
-      input: {task: "{{ item }}", number: "{{ index + 1 }}"}
-    on:
-      done.invoke.executors.all: checking
-      done.invoke.executors.approved: {actions: [keep]}
-      done.invoke.executors: {actions: [keep]}
-      error.invoke.executors: {actions: [keep]}
-  checking:
-    invoke:
-      id: check
-      command: [make, "{{ item }}"]
-      prompt: "Check {{ item }} ({{ index }} of {{ context.batch | length }})"
-      each: [lint, test]
-      concurrency: 1
-    on:
-      done.invoke.check.all: done
-      error.invoke.check: done
-  done: {type: final}
-"""
-
-
 def test_a_fanout_over_a_context_list_or_a_literal_one_is_clean() -> None:
-    assert run(FANOUT) == []
+    from support.render_cases import CASES
+
+    assert run(CASES["fanout"]) == []
 
 
 def test_an_empty_literal_list_is_a_fanout_too() -> None:

@@ -9,6 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from interlock.runtime.store.base import Store
+
+from support.invoke_helpers import open_runner, run_until
+
 CHILD = Path(__file__).resolve().parent / "invoke" / "fanout_child.py"
 
 
@@ -71,3 +75,16 @@ def most_at_once(folder: Path) -> int:
         running += step
         peak = max(peak, running)
     return peak
+
+
+def resume_fanout(store: Store, folder: Path) -> None:
+    """Resume session ``s1`` of :func:`fanout_spec` (what a crash or a Ctrl-C left is
+    settled as it opens), let the children waiting for ``folder/release`` go on, run it
+    to ``passed``."""
+    runner = open_runner(store, None, folder)  # type: ignore[arg-type]
+    (folder / "release").touch()
+    try:
+        run_until(runner, lambda: runner.session.is_final)
+    finally:
+        runner.close()
+    assert runner.session.active == ("passed",)

@@ -195,14 +195,18 @@ states:
       machine: ralph_subagent
       each: "{{ context.batch }}"
       concurrency: "{{ context.parallel }}"
-      input: {task: "{{ item }}"}
+      input: {task: "{{ item }}", number: "{{ index + 1 }}"}
     on:
       done.invoke.executors.all: checking
       error.invoke.executors: {actions: [note]}
     states:
       running: {}
   checking:
-    invoke: {id: check, command: [make, "{{ item }}"], each: [lint, test, docs]}
+    invoke:
+      id: check
+      command: [make, "{{ item }}"]
+      prompt: "Check {{ item }} ({{ index }} of {{ context.batch | length }})"
+      each: [lint, test, docs]
     on:
       done.invoke.check.all: done
       error.invoke.check: done

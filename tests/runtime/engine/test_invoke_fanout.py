@@ -13,7 +13,7 @@ import pytest
 from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 
-from support.fanout_helpers import fanout_spec, most_at_once, times
+from support.fanout_helpers import fanout_spec, most_at_once, resume_fanout, times
 from support.invoke_helpers import (
     agent_argv,
     group_gone,
@@ -23,7 +23,7 @@ from support.invoke_helpers import (
     run_until,
     wait_for,
 )
-from support.machine_helpers import Machines, child_spec, open_parent
+from support.machine_helpers import Machines, child_spec, fanout_parent, open_parent
 
 
 def run_fanout(store: SqliteStore, tmp_path: Path, spec: str) -> Runner:
@@ -95,29 +95,9 @@ def test_failing_children_raise_error_with_item_and_index_and_all_counts_them(
 
 def test_machine_children_see_their_item_and_the_all_event_carries_their_outputs(
         store: SqliteStore, tmp_path: Path) -> None:
-    parent = """
-machine: parent
-initial: working
-context:
-  tasks: {type: list, default: [{id: T1, title: parse}, {id: T2, title: test}]}
-  seen: {type: any, default: null}
-states:
-  working:
-    invoke:
-      id: step
-      machine: child
-      each: "{{ context.tasks }}"
-      concurrency: 1
-      input: {topic: "{{ item.title }} #{{ index }}", task: "{{ item }}"}
-    on:
-      done.invoke.step.all: {target: passed, actions: [keep]}
-      done.invoke.step.answered: null
-      error.invoke.step: failed
-  passed: {type: final}
-  failed: {type: final}
-"""
     machines = Machines(child_spec(agent_argv()))
-    runner = open_parent(store, tmp_path, machines, spec=parent)
+    spec = fanout_parent(concurrency=1, topic="{{ item.id }} #{{ index }}")
+    runner = open_parent(store, tmp_path, machines, spec=spec)
     try:
         run_until(runner, lambda: runner.session.is_final)
     finally:
@@ -126,17 +106,18 @@ states:
     events = [(e.event, e.data.get("index"), e.data.get("item", {}).get("id"))
               for e in store.journal("p1", after_seq=-1) if e.kind == "event"]
     assert events == [("done.invoke.step.answered", 0, "T1"),
-                      ("done.invoke.step.answered", 1, "T2"), ("done.invoke.step.all", None, None)]
+                      ("done.invoke.step.answered", 1, "T2"),
+                      ("done.invoke.step.answered", 2, "T3"), ("done.invoke.step.all", None, None)]
     outcomes = context(store, "p1")["seen"]["outcomes"]
     assert [(o["event"], o["state"], o["index"]) for o in outcomes] == [
-        ("done.invoke.step.answered", "answered", 0), ("done.invoke.step.answered",
-                                                        "answered", 1)]
+        ("done.invoke.step.answered", "answered", i) for i in range(3)]
     assert [o["output"]["answer"]["prompt"] for o in outcomes] == [
-        "Topic parse #0 task T1", "Topic test #1 task T2"]
-    assert [o["item"]["id"] for o in outcomes] == ["T1", "T2"]
-    assert [o["session"] for o in outcomes] == ["p1.0001-step", "p1.0002-step"]
-    for child in ("p1.0001-step", "p1.0002-step"):
-        assert store.get(child).status == "finished"
+        "Topic T1 #0 task T1", "Topic T2 #1 task T2", "Topic T3 #2 task T3"]
+    assert [o["output"]["task"] for o in outcomes] == [  # a mapping stays a mapping
+        {"id": "T1", "n": 0}, {"id": "T2", "n": 1}, {"id": "T3", "n": 2}]
+    sessions = [o["session"] for o in outcomes]
+    assert sessions == ["p1.0001-step", "p1.0002-step", "p1.0003-step"]
+    assert all(store.get(child).status == "finished" for child in sessions)
 
 
 def test_leaving_the_state_cancels_every_child_and_starts_no_more(
@@ -207,13 +188,7 @@ def test_ctrl_c_then_resume_goes_on_without_running_an_ended_child_again(
     interrupted = [r for r in store.invocations("s1") if r.outcome == "interrupted"]
     assert sorted(r.index for r in interrupted if r.index is not None) == [1, 2]
     assert store.fanouts("s1", in_flight=True)  # the fan-out goes on when resumed
-    release.touch()
-    resumed = open_runner(store, None, tmp_path)  # type: ignore[arg-type]
-    try:
-        run_until(resumed, lambda: resumed.session.is_final)
-    finally:
-        resumed.close()
-    assert resumed.session.active == ("passed",)
+    resume_fanout(store, tmp_path)
     ran = times(tmp_path)
     assert {index: len(runs) for index, runs in ran.items()} == {0: 1, 1: 1, 2: 1, 3: 1}
     assert [o["item"] for o in outcome(store)["outcomes"]] == ["a", "b", "c", "d"]

@@ -16,11 +16,10 @@ import pytest
 from interlock.runtime.store.base import InvocationRecord
 from interlock.runtime.store.sqlite import SqliteStore
 
-from support.fanout_helpers import fanout_spec, times
+from support.fanout_helpers import fanout_spec, resume_fanout, times
 from support.invoke_helpers import (
     alive,
     group_gone,
-    open_runner,
     outcome,
     pids,
     run_until,
@@ -32,7 +31,7 @@ RUN_SESSION = Path(__file__).resolve().parents[2] / "support" / "invoke" / "run_
 
 def crash_mid_fanout(store: SqliteStore, tmp_path: Path, on_resume: str) -> list[int]:
     """Run a fan-out of four items, two at once, in a runner process: `a` ends at once, the
-    others wait for the file `release` (:func:`resume` makes it). Once `a` has ended and
+    others wait for the file `release` (:func:`resume_fanout` makes it). Once `a` has ended and
     `b` and `c` run (recorded), SIGKILL the runner; the pids of `b` and `c`."""
     release = tmp_path / "release"
     spec = fanout_spec(tmp_path, ["a", "b", "c", "d"], on_resume=on_resume, args=[
@@ -66,18 +65,6 @@ def _running(store: SqliteStore) -> list[InvocationRecord]:
     return [r for r in rows if r.pid is not None and r.start_ticks is not None]
 
 
-def resume(store: SqliteStore, tmp_path: Path) -> None:
-    """Resume the session (the children the crash left are settled as it opens), let the
-    waiting children go on, run it to its end."""
-    runner = open_runner(store, None, tmp_path)  # type: ignore[arg-type]
-    (tmp_path / "release").touch()
-    try:
-        run_until(runner, lambda: runner.session.is_final)
-    finally:
-        runner.close()
-    assert runner.session.active == ("passed",)
-
-
 def ran(tmp_path: Path) -> dict[int, int]:
     """How many times each index ran to its end."""
     return {index: len(runs) for index, runs in times(tmp_path).items()}
@@ -92,7 +79,7 @@ def test_a_fanout_resumed_after_a_sigkill_does_each_item_once(
         store: SqliteStore, tmp_path: Path, on_resume: str, oks: list[bool],
         started: int) -> None:
     left = crash_mid_fanout(store, tmp_path, on_resume)
-    resume(store, tmp_path)
+    resume_fanout(store, tmp_path)
     every = outcome(store)
     assert [o["item"] for o in every["outcomes"]] == ["a", "b", "c", "d"]
     assert [o["ok"] for o in every["outcomes"]] == oks
@@ -118,26 +105,6 @@ def test_a_fanout_resumed_after_a_sigkill_does_each_item_once(
 
 
 RUN_PARENT = RUN_SESSION.parent / "run_fanout_parent.py"
-PARENT = """
-machine: parent
-initial: working
-context:
-  tasks: {type: list, default: [{id: T1, n: 0}, {id: T2, n: 1}, {id: T3, n: 2}]}
-  seen: {type: any, default: null}
-states:
-  working:
-    invoke:
-      id: step
-      machine: child
-      each: "{{ context.tasks }}"
-      concurrency: 2
-      input: {topic: "{{ item.id }}", task: "{{ item }}"}
-    on:
-      done.invoke.step.all: {target: passed, actions: [keep]}
-      done.invoke.step: null
-      error.invoke.step: null
-  passed: {type: final}
-"""
 
 
 def test_machine_children_of_a_fanout_are_adopted_after_a_sigkill(
@@ -146,14 +113,14 @@ def test_machine_children_of_a_fanout_are_adopted_after_a_sigkill(
     SIGKILLed while the second and third run; resumed, it adopts both child sessions (which
     adopt their agents): every task's agent ran once."""
     from support.fanout_helpers import CHILD
-    from support.machine_helpers import Machines, child_spec, open_parent
+    from support.machine_helpers import Machines, child_spec, fanout_parent, open_parent
 
     release = tmp_path / "release"
     argv = [sys.executable, str(CHILD), str(tmp_path / "times"), "{{ context.topic }}",
             "{{ context.task.n }}", "--pids", str(tmp_path / "pids"),
             "--wait-file={{ '' if context.task.n == 0 else '" + str(release) + "' }}"]
     spec_file = tmp_path / "parent.yaml"
-    spec_file.write_text(PARENT)
+    spec_file.write_text(fanout_parent())
     env = {**os.environ, "PYTHONPATH": str(RUN_SESSION.parents[2])}
     runner = subprocess.Popen([sys.executable, str(RUN_PARENT), str(tmp_path / "state.db"),
                                str(tmp_path), str(spec_file), *argv], env=env)
@@ -164,7 +131,7 @@ def test_machine_children_of_a_fanout_are_adopted_after_a_sigkill(
     finally:
         runner.send_signal(signal.SIGKILL)
         runner.wait(timeout=10)
-    resumed = open_parent(store, tmp_path, Machines(child_spec(argv)), spec=PARENT)
+    resumed = open_parent(store, tmp_path, Machines(child_spec(argv)), spec=fanout_parent())
     release.touch()
     try:
         run_until(resumed, lambda: resumed.session.is_final)
