@@ -109,6 +109,7 @@ class Invoker:
         self._lock = threading.RLock()  # reconcile/recover/ended/shutdown, one at a time
         self._settling = threading.Lock()  # a flight's finished flag, a fan-out's results
         self._closed = False  # set by shutdown(): nothing starts any more
+        self._opened: int | None = None  # how many invocations the session has opened
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever,
                                         name=f"invoke-{session_id}", daemon=True)
@@ -371,7 +372,10 @@ class Invoker:
         """Write a new invocation's row (numbered, with its spool folder; a fan-out's
         child with its fan-out and index) and follow it as the invoke's current one (or
         its fan-out's child)."""
-        seq = len(self.store.invocations(self.session_id)) + 1
+        if self._opened is None:  # this invoker writes the session's rows from now on
+            self._opened = len(self.store.invocations(self.session_id))
+        self._opened += 1
+        seq = self._opened
         record = InvocationRecord(
             id=uuid.uuid4().hex, session_id=self.session_id, invoke=invoke.id,
             state=invoke.state, argv=argv, spool=str(self.folder / f"{seq:04d}-{invoke.id}"),
