@@ -40,8 +40,9 @@ I/O, the same kind the loader does.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,7 +229,8 @@ def _check_prompt_file(ir: MachineIR, invoke: InvokeIR, name: str) -> Iterator[D
                     Mark(str(path), problem.line, 1),
                     f"the file is named at {mark}")
     elif not invoke.fans_out:
-        yield from _each_names_read(invoke, text, mark, what)
+        yield from _each_names_read(invoke, text, what, lambda line: Mark(str(path), line, 1),
+                                    f"the file is named at {mark}; ")
 
 
 def _nearby(path: Path, name: str) -> str | None:
@@ -333,19 +335,19 @@ def _check_each(invoke: InvokeIR) -> Iterator[Diagnostic]:
                                f"`concurrency:` of {where}")
 
 
-def _each_names_read(invoke: InvokeIR, text: str, mark: Mark, what: str
-                     ) -> Iterator[Diagnostic]:
-    """M231 for a template of an invoke without ``each:`` that reads item or index."""
+def _each_names_read(invoke: InvokeIR, text: str, what: str, at: Callable[[int], Mark],
+                     hint: str = "") -> Iterator[Diagnostic]:
+    """M231 for a template of an invoke without ``each:`` that reads item or index
+    (``at``: where a line of the template is)."""
     from interlock.machines.templates import EACH_NAMES, template_names
 
     read = {name: line for name, line in template_names(text).items() if name in EACH_NAMES}
     if read:
         names = " and ".join(f"`{name}`" for name in read)
         yield error("M231", f"{what} reads {names}, which only the children of a fan-out "
-                    "have, and this invoke has no `each:`",
-                    template_mark(mark, text, min(read.values())),
-                    "add `each:` to run one child per item of a list, or read the value "
-                    "from `context`")
+                    "have, and this invoke has no `each:`", at(min(read.values())),
+                    hint + "add `each:` to run one child per item of a list, or read the "
+                    "value from `context`")
 
 
 def _each_templates(invoke: InvokeIR) -> Iterator[tuple[str, Mark, str]]:
@@ -370,7 +372,8 @@ def _check_each_names(invoke: InvokeIR) -> Iterator[Diagnostic]:
     if not invoke.fans_out:
         for text, mark, what in _each_templates(invoke):
             if _is_template(text):
-                yield from _each_names_read(invoke, text, mark, what)
+                yield from _each_names_read(invoke, text, what,
+                                            functools.partial(template_mark, mark, text))
         return
     for name in ("each", "concurrency"):
         text = getattr(invoke, name)

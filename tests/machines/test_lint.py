@@ -1180,3 +1180,14 @@ def test_a_broader_listener_without_the_all_event_is_warned() -> None:
                     "{done.invoke.a: {actions: [tally]}, done.invoke.a.all: b, "
                     "error.invoke.a: b}")
     assert [d.code for d in run(late)] == ["M209"]
+
+
+def test_a_prompt_file_reading_item_without_each_is_reported_at_its_line(
+        tmp_path: Path) -> None:
+    (tmp_path / "task.md.j2").write_text("Task:\n{{ item.title }}\n")
+    [d] = lint(load(_spec_file(tmp_path, "{agent: x, prompt_file: task.md.j2}")))
+    assert (d.code, d.mark.file, d.mark.line) == ("M231", str(tmp_path / "task.md.j2"), 2)
+    with_each = "{agent: x, prompt_file: task.md.j2, each: [1]}"
+    on = "{done.invoke.a.all: b, error.invoke.a: b}"
+    (tmp_path / "spec.yaml").write_text(invoking(with_each, on))
+    assert lint(load(tmp_path / "spec.yaml")) == []
