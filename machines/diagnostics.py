@@ -135,6 +135,12 @@ CODES: dict[str, str] = {
     "M224": "invoke `machine` names a spec file that does not exist",
     "M225": "done.invoke.<id>.<final> for an invoke that is not a machine",
     "M226": "no active state hears an invoke's error.invoke event",
+    "M227": "invoke `concurrency` without `each`",
+    "M228": "invoke `concurrency` that is not an integer >= 1 or one {{ expression }}",
+    "M229": "invoke `each` that is not a list or one {{ expression }}",
+    "M230": "done.invoke.<id>.all for an invoke without `each`",
+    "M231": "`item` or `index` in a template of an invoke without `each`",
+    "M232": "a broader descriptor hears a fan-out's done.invoke.<id>.all",
     # B: backend refusals (compile targets that cannot express a feature)
     "B301": "the transitions backend cannot express this feature",
     # D: dispatch configuration (the `dispatch:` key of interlock.yaml, CLI flags)

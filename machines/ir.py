@@ -120,6 +120,15 @@ def invoke_error_event(invoke_id: str) -> str:
     return f"{INVOKE_ERROR_PREFIX}.{invoke_id}"
 
 
+#: The last token of a fan-out's "every child has ended" event, ``done.invoke.<id>.all``.
+ALL_SUFFIX = "all"
+
+
+def invoke_all_event(invoke_id: str) -> str:
+    """``done.invoke.<id>.all``: raised once when every child of a fan-out has ended."""
+    return f"{INVOKE_DONE_PREFIX}.{invoke_id}.{ALL_SUFFIX}"
+
+
 @dataclass(frozen=True, slots=True)
 class InvokeIR:
     """An agent, program or child machine started when its state is entered and cancelled
@@ -133,6 +142,11 @@ class InvokeIR:
     literal duration or a context field (like ``after:``); None means the dispatch
     settings decide. Completion raises :func:`invoke_done_event` (a machine's adds its
     final state: ``done.invoke.<id>.<final>``), failure :func:`invoke_error_event`.
+
+    ``each`` makes it a fan-out: one child per item of a list (a ``{{ expression }}``
+    text or a literal list, evaluated by the runtime on entry), at most ``concurrency``
+    at once (an int, a ``{{ expression }}`` text, or None: all at once); every child
+    raises its own done/error event and the last one's end :func:`invoke_all_event`.
     """
 
     id: str
@@ -147,6 +161,8 @@ class InvokeIR:
     on_resume: OnResume
     mark: Mark
     continue_: str | None = None
+    each: str | tuple[Any, ...] | None = None
+    concurrency: int | str | None = None
     marks: Mapping[str, Mark] = field(default_factory=dict, compare=False)
 
     def mark_of(self, name: str) -> Mark:
@@ -159,6 +175,15 @@ class InvokeIR:
     @property
     def error_event(self) -> str:
         return invoke_error_event(self.id)
+
+    @property
+    def fans_out(self) -> bool:
+        """Whether it runs one child per item of a list (``each:``)."""
+        return self.each is not None
+
+    @property
+    def all_event(self) -> str:
+        return invoke_all_event(self.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,7 +358,7 @@ def _invoke(sid: str, spec: InvokeSpec | None) -> InvokeIR | None:
         return None
     marks = {name: spec.mark_of(name)
              for name in ("id", "agent", "command", "machine", "prompt", "prompt_file", "input",
-                          "timeout", "on_resume", "continue_")}
+                          "timeout", "on_resume", "continue_", "each", "concurrency")}
     marks.update({f"input.{key}": spec.key_mark_of("input", key) for key in spec.input})
     return InvokeIR(
         id=spec.id or sid,
@@ -348,6 +373,8 @@ def _invoke(sid: str, spec: InvokeSpec | None) -> InvokeIR | None:
         on_resume=OnResume(spec.on_resume),
         mark=spec.mark,
         continue_=spec.continue_,
+        each=tuple(spec.each) if isinstance(spec.each, list) else spec.each,
+        concurrency=spec.concurrency,
         marks=MappingProxyType(marks),
     )
 

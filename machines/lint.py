@@ -36,6 +36,12 @@ M223   ``done.invoke.<id>`` / ``error.invoke.<id>`` where ``<id>`` never runs (w
 M224   invoke ``machine`` naming a spec file that does not exist
 M225   ``done.invoke.<id>.<final>`` for an invoke that is not a machine
 M226   no state active while an invoke runs hears its ``error.invoke`` (warning)
+M227   ``concurrency`` without ``each``
+M228   ``concurrency`` that is not an integer >= 1 or one ``{{ expression }}``
+M229   ``each`` that is not a list or one ``{{ expression }}``
+M230   ``done.invoke.<id>.all`` for an invoke without ``each``
+M231   ``item``/``index`` in a template of an invoke without ``each``
+M232   a broader descriptor hears a fan-out's ``done.invoke.<id>.all`` (warning)
 =====  ==========================================================================
 
 S104 also covers an invoke's ``id``, S105 and M212 its ``timeout`` (a duration or a

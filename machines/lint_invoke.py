@@ -23,6 +23,14 @@ M225   ``done.invoke.<id>.<final>`` where ``<id>`` is an agent or a command: onl
        machine's done event carries a final state
 M226   no state that can be active while ``<id>`` runs listens for ``error.invoke.<id>``
        (warning: a failed invocation is journaled, and the invoking state waits on)
+M227   ``concurrency`` without ``each``
+M228   ``concurrency`` that is neither an integer >= 1 nor one ``{{ expression }}``
+M229   ``each`` that is neither a list nor one ``{{ expression }}``
+M230   ``done.invoke.<id>.all`` listened for where ``<id>`` has no ``each``
+M231   ``item`` or ``index`` read by a template of an invoke without ``each`` (or by
+       ``each``/``concurrency`` themselves, evaluated before any child exists)
+M232   a transition on a broader descriptor (``done.invoke.<id>``, ``done.invoke``) in a
+       state without one on ``done.invoke.<id>.all``: a fan-out's end takes it too (warning)
 =====  ==========================================================================
 
 The timeout (S105/M212), the invoke id (S104) and invoke on a final or history state
@@ -32,13 +40,16 @@ I/O, the same kind the loader does.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+import functools
+import re
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interlock.machines.diagnostics import Diagnostic, Mark, did_you_mean, error, warning
 from interlock.machines.events import descriptor_matches
 from interlock.machines.ir import (
+    ALL_SUFFIX,
     INVOKE_DONE_PREFIX,
     INVOKE_ERROR_PREFIX,
     InvokeIR,
@@ -60,11 +71,14 @@ def check_invokes(ir: MachineIR, agents: Collection[str] | None = None) -> Itera
         yield from _check_machine(ir, invoke)
         yield from _check_templated_names(invoke)
         yield from _check_input(invoke)
+        yield from _check_each(invoke)
+        yield from _check_each_names(invoke)
         if agents is not None:
             yield from _check_agent(invoke, agents)
     yield from _check_duplicate_ids(ir)
     yield from _check_listeners(ir)
     yield from _check_unheard_errors(ir)
+    yield from _check_broad_listeners(ir)
 
 
 def _invokes(ir: MachineIR) -> Iterator[InvokeIR]:
@@ -214,6 +228,9 @@ def _check_prompt_file(ir: MachineIR, invoke: InvokeIR, name: str) -> Iterator[D
         yield error("M219", f"Jinja2 syntax error in {what}: {problem.message}",
                     Mark(str(path), problem.line, 1),
                     f"the file is named at {mark}")
+    elif not invoke.fans_out:
+        yield from _each_names_read(invoke, text, what, lambda line: Mark(str(path), line, 1),
+                                    f"the file is named at {mark}; ")
 
 
 def _nearby(path: Path, name: str) -> str | None:
@@ -262,6 +279,112 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, list | tuple):
         for item in value:
             yield from _strings(item)
+
+
+# -- M227 - M231: fan-out (each:) ---------------------------------------------------------
+
+# One ``{{ expression }}`` and nothing else: its value as it is (a list, a number).
+_ALONE = re.compile(r"^\s*\{\{(?:(?!\}\}|\{\{|\{%|\{#).)*\}\}\s*$", re.DOTALL)
+_BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+
+
+def expression_alone(text: str) -> bool:
+    """Whether ``text`` is one ``{{ expression }}`` alone, whose value is taken as it is."""
+    return _ALONE.match(text) is not None
+
+
+def _as_expression(text: str, example: str) -> str:
+    """The hint for a value that should have been a ``{{ expression }}``."""
+    name = text.strip()
+    if _BARE_NAME.match(name) and "." in name:
+        return f'write it as an expression, "{{{{ {name} }}}}"'
+    return f'write one expression, such as "{{{{ {example} }}}}"'
+
+
+def _check_each(invoke: InvokeIR) -> Iterator[Diagnostic]:
+    where = f"the invoke of state {invoke.state!r}"
+    concurrency = invoke.concurrency
+    if invoke.each is None:
+        if concurrency is not None:
+            yield error("M227", f"{where} has `concurrency:` but no `each:`: only a fan-out "
+                        "runs children at once", invoke.mark_of("concurrency"),
+                        'add `each: "{{ context.batch }}"` to run one child per item, or '
+                        "remove `concurrency:`")
+        return
+    if isinstance(invoke.each, str):
+        if not expression_alone(invoke.each):
+            yield error("M229", f"`each:` of {where} is {invoke.each!r}: neither a list nor "
+                        "one `{{ expression }}` giving one", invoke.mark_of("each"),
+                        _as_expression(invoke.each, "context.batch") + ", or a YAML list")
+        else:
+            yield from _syntax(invoke.each, invoke.mark_of("each"), f"`each:` of {where}")
+    if isinstance(concurrency, int) and concurrency < 1:
+        yield error("M228", f"`concurrency: {concurrency}` of {where} runs no child: it must "
+                    "be at least 1", invoke.mark_of("concurrency"),
+                    "1 runs the children one at a time; leave `concurrency:` out to run "
+                    "them all at once")
+    elif isinstance(concurrency, str):
+        if not expression_alone(concurrency):
+            yield error("M228", f"`concurrency:` of {where} is {concurrency!r}: neither an "
+                        "integer nor one `{{ expression }}` giving one",
+                        invoke.mark_of("concurrency"),
+                        "write an integer such as 2, or "
+                        + _as_expression(concurrency, "context.parallel").removeprefix("write "))
+        else:
+            yield from _syntax(concurrency, invoke.mark_of("concurrency"),
+                               f"`concurrency:` of {where}")
+
+
+def _each_names_read(invoke: InvokeIR, text: str, what: str, at: Callable[[int], Mark],
+                     hint: str = "") -> Iterator[Diagnostic]:
+    """M231 for a template of an invoke without ``each:`` that reads item or index
+    (``at``: where a line of the template is)."""
+    from interlock.machines.templates import EACH_NAMES, template_names
+
+    read = {name: line for name, line in template_names(text).items() if name in EACH_NAMES}
+    if read:
+        names = " and ".join(f"`{name}`" for name in read)
+        yield error("M231", f"{what} reads {names}, which only the children of a fan-out "
+                    "have, and this invoke has no `each:`", at(min(read.values())),
+                    hint + "add `each:` to run one child per item of a list, or read the "
+                    "value from `context`")
+
+
+def _each_templates(invoke: InvokeIR) -> Iterator[tuple[str, Mark, str]]:
+    """Every template of an invoke a child renders: (text, mark, what)."""
+    where = f"of the invoke of state {invoke.state!r}"
+    if invoke.prompt is not None:
+        yield invoke.prompt, invoke.mark_of("prompt"), f"the prompt {where}"
+    for key, value in invoke.input.items():
+        for text in _strings(value):
+            yield text, invoke.mark_of(f"input.{key}"), f"input {key!r} {where}"
+    if invoke.command:
+        yield " ".join(invoke.command), invoke.mark_of("command"), f"the command {where}"
+    if invoke.agent is not None:
+        yield invoke.agent, invoke.mark_of("agent"), f"the agent name {where}"
+    if invoke.continue_ is not None:
+        yield invoke.continue_, invoke.mark_of("continue_"), f"`continue:` {where}"
+
+
+def _check_each_names(invoke: InvokeIR) -> Iterator[Diagnostic]:
+    from interlock.machines.templates import EACH_NAMES, template_names
+
+    if not invoke.fans_out:
+        for text, mark, what in _each_templates(invoke):
+            if _is_template(text):
+                yield from _each_names_read(invoke, text, what,
+                                            functools.partial(template_mark, mark, text))
+        return
+    for name in ("each", "concurrency"):
+        text = getattr(invoke, name)
+        if not isinstance(text, str):
+            continue
+        for read in sorted(set(template_names(text)) & set(EACH_NAMES)):
+            yield error("M231", f"`{name}:` of the invoke of state {invoke.state!r} reads "
+                        f"`{read}`: it is evaluated when the state is entered, before any "
+                        "child exists", invoke.mark_of(name),
+                        "`item` and `index` are for the children's templates: `input:`, "
+                        "`prompt:`, `command:`; read what you need from `context`")
 
 
 # -- M220 / M221: ids and their events ---------------------------------------------------
@@ -320,18 +443,21 @@ def _coactive(ir: MachineIR, a: str, b: str) -> bool:
 
 def _heard_ids(event: str, ids: list[str], machines: set[str]) -> list[str]:
     """The invoke ids whose events ``event`` hears: ``done.invoke.<id>`` (and its
-    prefixes), or ``done.invoke.<id>.<final>`` for a machine's."""
+    prefixes), or ``done.invoke.<id>.<final>`` for a machine's (``.all`` for any
+    fan-out's: the caller has refused it for the others)."""
     kind = event.split(".", 1)[0]
     heard = [i for i in ids if descriptor_matches(event, f"{kind}.invoke.{i}")]
     if not heard and kind == "done":
         listened = _listened_id(event) or ""
-        heard = [i for i in ids if listened.startswith(i + ".") and i in machines]
+        heard = [i for i in ids if listened.startswith(i + ".")
+                 and (i in machines or listened == f"{i}.{ALL_SUFFIX}")]
     return heard
 
 
 def _check_listeners(ir: MachineIR) -> Iterator[Diagnostic]:
     ids = list(dict.fromkeys(invoke.id for invoke in _invokes(ir)))
     machines = {invoke.id for invoke in _invokes(ir) if invoke.machine is not None}
+    fanouts = {invoke.id for invoke in _invokes(ir) if invoke.fans_out}
     invokers: dict[str, list[str]] = {}
     for invoke in _invokes(ir):
         invokers.setdefault(invoke.id, []).append(invoke.state)
@@ -344,6 +470,17 @@ def _check_listeners(ir: MachineIR) -> Iterator[Diagnostic]:
             seen.add(event)
             invoke_id = _listened_id(event)
             if invoke_id is None:
+                continue
+            whole = invoke_id.removesuffix(f".{ALL_SUFFIX}")
+            if event.startswith(INVOKE_DONE_PREFIX + ".") and whole != invoke_id \
+                    and whole in ids and whole not in fanouts:
+                yield error("M230", f"state {state.id!r} listens for {event!r}, but invoke "
+                            f"{whole!r} has no `each:`: only a fan-out raises "
+                            f"'done.invoke.{whole}.{ALL_SUFFIX}' (when its last child ends)",
+                            t.mark_of("event"),
+                            f"add `each:` to the invoke of {invokers[whole][0]!r}, or listen "
+                            f"for 'done.invoke.{whole}'; a child machine's final state may "
+                            f"not be named `{ALL_SUFFIX}`")
                 continue
             heard = _heard_ids(event, ids, machines)
             if heard:
@@ -381,6 +518,39 @@ def _check_unheard_errors(ir: MachineIR) -> Iterator[Diagnostic]:
                       "journaled and the state waits on", invoke.mark,
                       f"add `on: {{{event}: <state>}}` to {invoke.state!r} or an ancestor; "
                       "`error.invoke` there hears every invoke under it")
+
+
+def _check_broad_listeners(ir: MachineIR) -> Iterator[Diagnostic]:
+    """M232: a transition that hears a fan-out's ``.all`` by dotted prefix where no
+    transition on the ``.all`` itself (in the same state, or one inside it) takes it."""
+    for invoke in _invokes(ir):
+        if not invoke.fans_out or invoke.state not in ir.states:
+            continue
+        event = invoke.all_event
+        for state in ir.declared:
+            if state.id not in ir.states or not _coactive(ir, state.id, invoke.state):
+                continue
+            broad = next((t for t in state.transitions
+                          if t.kind is TransitionKind.EVENT and t.guard is None
+                          and t.event is not None and t.event.startswith(INVOKE_DONE_PREFIX)
+                          and descriptor_matches(t.event, event)
+                          and t.event.removesuffix(".*") != event), None)
+            if broad is None or _takes_all(ir, state.id, event):
+                continue
+            yield warning("M232", f"state {state.id!r} listens for {broad.event!r}, which "
+                          f"hears {event!r} too (dotted prefix): the end of the fan-out "
+                          f"{invoke.id!r} takes this transition as if it were one more child",
+                          broad.mark_of("event"),
+                          f"add `{event}: ...` to {state.id!r} before it, since the first "
+                          "transition that matches is taken; or give it a guard that skips "
+                          "an event without `index`")
+
+
+def _takes_all(ir: MachineIR, sid: str, event: str) -> bool:
+    """Whether ``sid`` or a state inside it has a transition on exactly ``event``."""
+    return any(t.kind is TransitionKind.EVENT and t.event is not None
+               and t.event.removesuffix(".*") == event
+               for s in (sid, *ir.descendants(sid)) for t in ir.states[s].transitions)
 
 
 def _check_heard(

@@ -54,6 +54,7 @@ def spec_json_schema() -> dict[str, Any]:
     invoke["timeout"] = {"description": invoke["timeout"]["description"],
                          "anyOf": [{"type": "string"}, {"type": "number", "exclusiveMinimum": 0},
                                    {"type": "null"}]}
+    invoke["concurrency"]["anyOf"][0]["minimum"] = 1  # lint says so too (M228)
     transition = defs["TransitionSpec"]["properties"]
     transition["actions"] = _names_or_list(transition["actions"])
     defs["TransitionsInput"] = _TRANSITIONS_INPUT

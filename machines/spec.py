@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, field_validator
 
 from interlock.machines.diagnostics import Mark
 
@@ -158,6 +158,17 @@ class InvokeSpec(Node):
         description="What a runner resumed after a crash does with an invocation still "
         "running: adopt (reattach to the same process), restart (stop it, start a new "
         "one), or fail (raise error.invoke.<id> with reason runner_lost).")
+    each: str | list[Any] | None = Field(
+        default=None,
+        description="Fan-out: run one child per item of a list, a `{{ expression }}` over "
+        "`context` (evaluated when the state is entered) or a YAML list. Each child's "
+        "templates see `item` and `index`; each child's end raises done.invoke.<id> (or "
+        "error.invoke.<id>) with `item` and `index` in its data, and the last one's "
+        "done.invoke.<id>.all, once, with every child's outcome in item order.")
+    concurrency: StrictInt | str | None = Field(
+        default=None,
+        description="With `each`: how many children run at once, an integer >= 1 or a "
+        "`{{ expression }}` over `context` giving one. Default: all at once.")
 
     @field_validator("timeout", mode="before")
     @classmethod

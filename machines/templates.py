@@ -15,10 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jinja2
+import jinja2.meta
 
 # The names a template may read: the session context, the invoke's rendered input, and
-# the pending STEER/INFO signals.
+# the pending STEER/INFO signals; in a fan-out's child (``each:``), its item and index too.
 TEMPLATE_NAMES: tuple[str, ...] = ("context", "input", "signals")
+EACH_NAMES: tuple[str, ...] = ("item", "index")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,3 +41,24 @@ def template_syntax_error(source: str) -> TemplateProblem | None:
     except jinja2.TemplateSyntaxError as exc:
         return TemplateProblem(exc.lineno or 1, exc.message or "syntax error")
     return None
+
+
+def template_names(source: str) -> dict[str, int]:
+    """The names ``source`` reads from outside (a loop's own variable is not one of them),
+    each with the template line of its first use; empty when it does not parse.
+
+    >>> template_names("{{ item.id }}\\n{% for t in context.tasks %}{{ t }}{% endfor %}")
+    {'item': 1, 'context': 2}
+    """
+    from jinja2 import nodes
+
+    try:
+        tree = _PARSER.parse(source)
+    except jinja2.TemplateSyntaxError:
+        return {}
+    outside = jinja2.meta.find_undeclared_variables(tree)
+    lines: dict[str, int] = {}
+    for node in tree.find_all(nodes.Name):
+        if node.name in outside:
+            lines.setdefault(node.name, node.lineno)
+    return dict(sorted(lines.items(), key=lambda kv: kv[1]))

@@ -77,15 +77,45 @@ def wrap_description(text: str | None) -> list[str]:
 def invoke_text(invoke: InvokeIR, esc: Escape = _same) -> str:
     """``invoke / agent executor``, ``invoke / command sh`` or ``invoke / machine m``; the
     id when it is not the state's (``invoke review / agent reviewer``), since done/error
-    events carry it."""
+    events carry it. A fan-out's notation is a line of its own (:func:`fanout_text`)."""
     head = "invoke" if invoke.id == invoke.state else f"invoke {esc(invoke.id)}"
     if invoke.agent is not None:
-        return f"{head} / agent {esc(invoke.agent)}"
-    if invoke.command:
-        return f"{head} / command {esc(invoke.command[0])}"
-    if invoke.machine is not None:
-        return f"{head} / machine {esc(invoke.machine)}"
-    return f"{head} / ?"
+        runs = f"agent {esc(invoke.agent)}"
+    elif invoke.command:
+        runs = f"command {esc(invoke.command[0])}"
+    elif invoke.machine is not None:
+        runs = f"machine {esc(invoke.machine)}"
+    else:
+        runs = "?"
+    return f"{head} / {runs}"
+
+
+def _expression(text: str) -> str:
+    """``context.batch`` for ``{{ context.batch }}``; other text as it is."""
+    text = text.strip()
+    if text.startswith("{{") and text.endswith("}}"):
+        return text[2:-2].strip()
+    return text
+
+
+FANOUT_MARK = "\u2225"  # PARALLEL TO: starts a fan-out's line (in DejaVu, unlike U+2AF4)
+TIMES = "\u00d7"  # MULTIPLICATION SIGN: before a fan-out's concurrency
+
+
+def fanout_text(invoke: InvokeIR, esc: Escape = _same) -> str | None:
+    """A fan-out's notation, under its invoke: ``∥ each: context.batch`` then a times
+    sign and the concurrency (``2``, ``context.parallel``; left out when all children run
+    at once). A literal list reads ``[3 items]``. None for an invoke without ``each:``."""
+    each = invoke.each
+    if each is None:
+        return None
+    if isinstance(each, str):
+        over = esc(_expression(each))
+    else:
+        over = esc(f"[{len(each)} item{'' if len(each) == 1 else 's'}]")
+    limit = invoke.concurrency
+    times = "" if limit is None else f" {TIMES}{esc(_expression(str(limit)))}"
+    return f"{FANOUT_MARK} each: {over}{times}"
 
 
 def detail_lines(state: StateIR, esc: Escape = _same, descriptions: bool = False) -> list[str]:
@@ -97,6 +127,9 @@ def detail_lines(state: StateIR, esc: Escape = _same, descriptions: bool = False
         behaviour.append(f"entry / {', '.join(esc(a) for a in state.entry)}")
     if state.invoke is not None:
         behaviour.append(invoke_text(state.invoke, esc))
+        fanout = fanout_text(state.invoke, esc)
+        if fanout is not None:
+            behaviour.append(fanout)
     if state.exit:
         behaviour.append(f"exit / {', '.join(esc(a) for a in state.exit)}")
     behaviour.extend(transition_label(t, esc) for t in state.transitions if t.internal)

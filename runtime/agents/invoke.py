@@ -42,6 +42,7 @@ from interlock.runtime.engine.invoke_handler import (
     InvokeError,
     InvokeHost,
     InvokeKind,
+    Item,
     templated,
 )
 
@@ -73,30 +74,36 @@ class AgentHandler(ProcessHandler):
         super().__init__(host)
         self.resolver = resolver
 
-    def command(self, invoke: InvokeIR, context: Mapping[str, Any]) -> ProcessCommand:
-        prompt = self.prompt(invoke, context)
+    def command(self, invoke: InvokeIR, context: Mapping[str, Any],
+                item: Item | None = None) -> ProcessCommand:
+        prompt = self.prompt(invoke, context, item)
         if self.resolver is None or invoke.agent is None:
             raise InvokeError(f"invoke {invoke.id!r}: no agent resolver for agent "
                               f"{invoke.agent!r}")
-        name = templated(invoke.agent, context, f"invoke {invoke.id!r} agent")
+        name = templated(invoke.agent, context, f"invoke {invoke.id!r} agent", item)
         try:
             resolved = self.resolver(name, prompt or "")
         except Exception as exc:
             raise InvokeError(f"invoke {invoke.id!r}: agent {name!r}: {exc}") from None
         launch = resolved.launch
         if invoke.continue_ is not None and resolved.resume is not None:
-            text = templated(invoke.continue_, context, f"invoke {invoke.id!r} continue")
-            session = self._conversation(invoke.id, resolved.read) if text.strip() else None
+            text = templated(invoke.continue_, context, f"invoke {invoke.id!r} continue", item)
+            session = (self._conversation(invoke.id, resolved.read, item) if text.strip()
+                       else None)
             if session is not None:
                 launch = resolved.resume(session, text) or launch
         return ProcessCommand(launch_command(launch, name=invoke.id), resolved.read,
                               resolved.config)
 
-    def _conversation(self, invoke_id: str, read: Reader | None) -> str | None:
-        """The CLI conversation the invoke's previous call in this session ran in (its
-        spooled output read by the agent's adapter), or None."""
+    def _conversation(self, invoke_id: str, read: Reader | None,
+                      item: Item | None = None) -> str | None:
+        """The CLI conversation the invoke's previous call in this session ran in (for a
+        fan-out's child, the previous call for the same index), its spooled output read by
+        the agent's adapter; or None."""
         host = self.host
-        earlier = [r for r in host.store.invocations(host.session_id) if r.invoke == invoke_id]
+        index = item.index if item is not None else None
+        earlier = [r for r in host.store.invocations(host.session_id)
+                   if r.invoke == invoke_id and r.index == index]
         if not earlier or read is None:
             return None
         spool = Spool(Path(earlier[-1].spool))

@@ -42,7 +42,9 @@ from interlock.runtime.engine.invoke_handler import (
     Flight,
     InvokeError,
     InvokeHost,
+    Item,
     Stopped,
+    names_of,
     spawn_error_data,
     time_left,
 )
@@ -393,28 +395,32 @@ class ProcessHandler:
         self.host = host
         self.spec_dir = Path(host.spec_path).parent
 
-    def command(self, invoke: InvokeIR, context: Mapping[str, Any]) -> ProcessCommand:
-        """What ``invoke`` runs now. Raises :class:`InvokeError`."""
+    def command(self, invoke: InvokeIR, context: Mapping[str, Any],
+                item: Item | None = None) -> ProcessCommand:
+        """What ``invoke`` runs now (for a fan-out's ``item``). Raises
+        :class:`InvokeError`."""
         raise NotImplementedError
 
-    def prompt(self, invoke: InvokeIR, context: Mapping[str, Any]) -> str | None:
+    def prompt(self, invoke: InvokeIR, context: Mapping[str, Any],
+               item: Item | None = None) -> str | None:
         """The invoke's rendered prompt (``prompt:`` or ``prompt_file:``), or None."""
         template: str | Path | None = invoke.prompt
         if template is None and invoke.prompt_file is not None:
             template = self.spec_dir / invoke.prompt_file
         try:
             return None if template is None else render_prompt(
-                template, context=context, input=invoke.input)
+                template, context=context, input=invoke.input, scope=names_of(item))
         except PromptError as exc:
             raise InvokeError(f"invoke {invoke.id!r} prompt: {exc}") from None
 
-    def start(self, invoke: InvokeIR, context: Mapping[str, Any]) -> tuple[Flight, str | None]:
+    def start(self, invoke: InvokeIR, context: Mapping[str, Any],
+              item: Item | None = None) -> tuple[Flight, str | None]:
         try:
-            built: ProcessCommand | None = self.command(invoke, context)
+            built: ProcessCommand | None = self.command(invoke, context, item)
             error = None
         except InvokeError as exc:
             built, error = None, str(exc)
-        flight = self.host.open_flight(invoke, built.command.argv if built else ())
+        flight = self.host.open_flight(invoke, built.command.argv if built else (), item)
         if built is None:
             self.host.spawn_failed(flight, error or "")
             return flight, f"spawn_error: {error}"
@@ -432,7 +438,7 @@ class ProcessHandler:
         if record.pid is None or not record.start_ticks:
             return None
         try:
-            built: ProcessCommand | None = self.command(flight.invoke, context)
+            built: ProcessCommand | None = self.command(flight.invoke, context, flight.item)
         except InvokeError:
             built = None
         self._launch(flight, ProcessCommand(AgentCommand(record.argv, None, record.invoke),
@@ -495,12 +501,12 @@ class ProcessHandler:
         error = task.exception()
         if error is not None:
             data = spawn_error_data(flight.record, f"{type(error).__name__}: {error}")
-            self.host.deliver(flight.record, flight.invoke, data, "spawn_error")
+            self.host.deliver(flight, data, "spawn_error")
             return
         run = flight.work
         assert isinstance(run, SpooledRun)
         data, reason = outcome(task.result(), run.dispatch, run.read, flight.record.id)
-        self.host.deliver(flight.record, flight.invoke, data, reason)
+        self.host.deliver(flight, data, reason)
 
 
 def outcome(result: DispatchResult, dispatch: Dispatch, read: Reader | None,

@@ -55,11 +55,31 @@ class InvokeNote:
     note: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A child of a fan-out (``each:``): its fan-out's id, its item's index in the list,
+    and the item."""
+
+    fanout: str
+    index: int
+    value: Any
+
+    @property
+    def names(self) -> dict[str, Any]:
+        """What the child's templates see besides ``context``: ``item`` and ``index``."""
+        return {"item": self.value, "index": self.index}
+
+
+def names_of(item: Item | None) -> dict[str, Any] | None:
+    """The template names of a fan-out's child (None for a single invocation)."""
+    return item.names if item is not None else None
+
+
 @dataclass
 class Flight:
     """One invocation the manager follows: its row, its invoke, the task its handler runs
     on the manager's loop (whose result the handler reads), and ``work``, the handler's
-    own handle on it (a dispatch, a child run)."""
+    own handle on it (a dispatch, a child run); ``item`` for a fan-out's child."""
 
     record: InvocationRecord
     invoke: InvokeIR
@@ -67,6 +87,7 @@ class Flight:
     work: object | None = None
     finished: bool = False
     started: threading.Event = field(default_factory=threading.Event)
+    item: Item | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,15 +120,17 @@ class InvokeHost(Protocol):
     @property
     def loop(self) -> asyncio.AbstractEventLoop: ...
 
-    def open_flight(self, invoke: InvokeIR, argv: tuple[str, ...]) -> Flight:
-        """Write a new invocation's row (with ``argv``) and follow it."""
+    def open_flight(self, invoke: InvokeIR, argv: tuple[str, ...],
+                    item: Item | None = None) -> Flight:
+        """Write a new invocation's row (with ``argv``; a fan-out's child with its item)
+        and follow it."""
 
     def settle(self, flight: Flight) -> bool:
         """Mark the flight finished; False if it already was (a cancel or an outcome won)."""
 
-    def deliver(self, record: InvocationRecord, invoke: InvokeIR, data: dict[str, Any],
-                reason: str | None, suffix: str | None = None) -> None:
-        """Offer the invoke's done (``reason`` None) or error event to the session."""
+    def deliver(self, flight: Flight, data: dict[str, Any], reason: str | None,
+                suffix: str | None = None) -> None:
+        """Offer the flight's done (``reason`` None) or error event to the session."""
 
     def spawn_failed(self, flight: Flight, message: str) -> None:
         """The invocation could not start: its row ends, ``error.invoke`` (spawn_error)."""
@@ -117,14 +140,17 @@ class InvokeHandler(Protocol):
     """One kind of invocation. Called by the manager, its lock held; nothing here waits
     for the work to end except :meth:`stop`."""
 
-    def start(self, invoke: InvokeIR, context: Mapping[str, Any]) -> tuple[Flight, str | None]:
-        """Open the invocation (``host.open_flight``) and start its work; the flight and
+    def start(self, invoke: InvokeIR, context: Mapping[str, Any],
+              item: Item | None = None) -> tuple[Flight, str | None]:
+        """Open the invocation (``host.open_flight``, with ``item`` for a fan-out's child,
+        whose templates then see ``item`` and ``index``) and start its work; the flight and
         the journal note's text. A failure to start is delivered, not raised."""
 
     def adopt(self, flight: Flight, context: Mapping[str, Any]) -> str | None:
         """Take over, after a restart, the work a dead runner left for ``flight`` (a row
-        found in flight); the journal note's text, or None when there is nothing to adopt
-        (the manager then applies on_resume's fallback)."""
+        found in flight; ``flight.item`` for a fan-out's child); the journal note's text,
+        or None when there is nothing to adopt (the manager then applies on_resume's
+        fallback)."""
 
     def stop(self, flight: Flight, outcome_kind: str) -> Stopped:
         """Stop the flight's work and wait for it: ``cancelled`` (its state was left),
@@ -145,15 +171,18 @@ def missing_handlers(ir_invokes: Sequence[InvokeIR], handlers: Collection[str]) 
                    if (kind := kind_of(invoke)) != "machine" and kind not in handlers})
 
 
-def templated(text: str, context: Mapping[str, Any], what: str) -> str:
-    """An agent name or an argv item: a Jinja2 template over ``context`` when it holds
-    ``{{``, else the text itself. Raises :class:`InvokeError`."""
+def templated(text: str, context: Mapping[str, Any], what: str,
+              item: Item | None = None) -> str:
+    """An agent name or an argv item: a Jinja2 template over ``context`` (and a fan-out
+    child's ``item`` and ``index``) when it holds ``{{``, else the text itself. Raises
+    :class:`InvokeError`."""
     if "{{" not in text and "{%" not in text:
         return text
     from interlock.runtime.engine.prompts import PromptError, render_input  # Jinja2
 
     try:
-        return str(render_input({"value": text}, context=context)["value"])
+        return str(render_input({"value": text}, context=context,
+                                scope=names_of(item))["value"])
     except PromptError as exc:
         raise InvokeError(f"{what}: {exc}") from None
 
@@ -184,11 +213,13 @@ def time_left(invoke: InvokeIR, context: Mapping[str, Any], record: InvocationRe
     return timeout
 
 
-def base_data(record: InvocationRecord, result: dict[str, Any], answer: Any = None,
+def base_data(record: InvocationRecord | str, result: dict[str, Any], answer: Any = None,
               verdict: Any = None, usage: Usage | None = None) -> dict[str, Any]:
-    """The fields every invoke event's data has."""
+    """The fields every invoke event's data has; ``record`` is the invocation (or, for a
+    fan-out's own events, the fan-out's id)."""
+    invocation = record if isinstance(record, str) else record.id
     return {"result": result, "answer": answer, "verdict": verdict,
-            "usage": (usage or Usage()).to_json(), "invocation": record.id}
+            "usage": (usage or Usage()).to_json(), "invocation": invocation}
 
 
 def empty_result(status: str, method: str | None, stderr: str) -> dict[str, Any]:

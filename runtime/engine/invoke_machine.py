@@ -17,6 +17,8 @@ deeper machines) work as anywhere else, with the parent's invoke handlers and ma
   raises reason ``timeout``.
 * Leaving the invoking state cancels the child session (its agents are stopped, it ends
   ``cancelled``), inside the step that left it.
+* In a fan-out (``each:``), one child session per item: ``input:`` sees ``item`` and
+  ``index``, and each child's event adds them to its data (docs/invoke.md).
 * Stopping the parent runner (Ctrl-C) stops the child's runner too, resumable; the
   invocation stays in flight. Resuming the parent settles it by ``on_resume``: ``adopt``
   (the default) resumes the same child session (which adopts its own agents in turn),
@@ -46,7 +48,9 @@ from interlock.runtime.engine.invoke_handler import (
     Flight,
     InvokeHandlers,
     InvokeHost,
+    Item,
     Stopped,
+    names_of,
     spawn_error_data,
     time_left,
 )
@@ -271,9 +275,10 @@ class MachineHandler:
         self.host = host
         self.setup = setup
 
-    def start(self, invoke: InvokeIR, context: Mapping[str, Any]) -> tuple[Flight, str | None]:
+    def start(self, invoke: InvokeIR, context: Mapping[str, Any],
+              item: Item | None = None) -> tuple[Flight, str | None]:
         assert invoke.machine is not None
-        flight = self.host.open_flight(invoke, (MACHINE_ARGV, invoke.machine))
+        flight = self.host.open_flight(invoke, (MACHINE_ARGV, invoke.machine), item)
         error = self._launch(flight, context)
         if error is not None:
             return flight, f"spawn_error: {error}"
@@ -326,7 +331,8 @@ class MachineHandler:
             child = resolver(MachineRequest(
                 str(invoke.machine), host.spec_path, self._child_id(record),
                 Path(record.spool)))
-            input_context = render_input(invoke.input, context=context)
+            input_context = render_input(invoke.input, context=context,
+                                         scope=names_of(flight.item))
         except (MachineError, PromptError) as exc:
             message = f"invoke {invoke.id!r}: machine {invoke.machine!r}: {exc}"
             host.spawn_failed(flight, message)
@@ -355,11 +361,10 @@ class MachineHandler:
             message = f"child machine {flight.invoke.machine!r}: {type(error).__name__}: {error}"
             data = spawn_error_data(record, message)
             data.update(reason="machine_failed")
-            self.host.deliver(record, flight.invoke, data, "machine_failed")
+            self.host.deliver(flight, data, "machine_failed")
             return
         end = task.result()
         if end.kind == "stopped":  # stopped from outside this invoker: resumable
             return
         reason, data = end.event_data(record.id)
-        self.host.deliver(record, flight.invoke, data, reason,
-                          suffix=end.state if reason is None else None)
+        self.host.deliver(flight, data, reason, suffix=end.state if reason is None else None)

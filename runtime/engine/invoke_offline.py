@@ -36,9 +36,12 @@ def stop_invocations(store: Store, session_id: str, *, at: float, grace: float =
                      outcome_kind: str = "cancelled") -> list[InvocationRecord]:
     """Stop every agent a session's dead runner left in flight (pid + start time or
     INTERLOCK_DISPATCH_ID checked first; TERM, KILL after ``grace``) and end its row with
-    ``outcome_kind``: for cancelling or removing a session that no runner holds. Returns
-    the rows it ended. Never call it while a live runner holds the session."""
+    ``outcome_kind``, a fan-out's children included (the fan-outs end too): for cancelling
+    or removing a session that no runner holds. Returns the rows it ended. Never call it
+    while a live runner holds the session."""
     ended: list[InvocationRecord] = []
+    for fanout in store.fanouts(session_id, in_flight=True):  # none of its children starts
+        store.end_fanout(fanout.id, outcome_kind, at)
     for record in store.invocations(session_id, in_flight=True):
         stop_leftover(store, session_id, record, f"its parent session {session_id} was stopped",
                       at, grace)

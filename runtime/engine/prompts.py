@@ -4,7 +4,9 @@ pending STEER/INFO signals.
 The template sees ``context`` (the session's context mapping), ``input`` (the invoke's
 input, whose string values are rendered first, as templates of their own over ``context``
 and ``signals``), ``signals`` (a list of ``{type, message, ...}`` mappings) and
-``signal_text`` (those signals as ``TYPE: message`` lines, the form the demo agents read).
+``signal_text`` (those signals as ``TYPE: message`` lines, the form the demo agents read);
+a fan-out's child (``each:``) also sees ``item`` and ``index`` (``scope``), in its input
+too.
 
 A string of the input that is one ``{{ expression }}`` alone gives the expression's value as
 it is (a list stays a list), so ``task: "{{ context.current_task }}"`` hands a mapping on;
@@ -164,27 +166,36 @@ def _render_input(value: Any, variables: Mapping[str, Any], origin: Mark | str |
     return value
 
 
+def _names(context: Mapping[str, Any], signals: Sequence[Mapping[str, Any]],
+           scope: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What every template sees: the context, the signals, and ``scope`` (a fan-out
+    child's ``item`` and ``index``)."""
+    return {"context": dict(context), "signals": [dict(s) for s in signals],
+            "signal_text": signal_lines(signals), **(scope or {})}
+
+
 def render_input(input: Mapping[str, Any], *, context: Mapping[str, Any],
                  signals: Sequence[Mapping[str, Any]] = (),
-                 origin: Mark | str | None = None) -> dict[str, Any]:
-    """An invoke's ``input`` rendered over ``context`` and ``signals`` (a child machine's
-    context). Raises :class:`PromptError`."""
-    base = {"context": dict(context), "signals": [dict(s) for s in signals],
-            "signal_text": signal_lines(signals)}
+                 origin: Mark | str | None = None,
+                 scope: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """An invoke's ``input`` rendered over ``context``, ``signals`` and the names of
+    ``scope`` (a child machine's context). Raises :class:`PromptError`."""
+    base = _names(context, signals, scope)
     return {key: _render_input(value, base, origin, str(key)) for key, value in input.items()}
 
 
 def render_prompt(template: str | Path, *, context: Mapping[str, Any],
                   input: Mapping[str, Any] | None = None,
                   signals: Sequence[Mapping[str, Any]] = (),
-                  origin: Mark | str | None = None) -> str:
+                  origin: Mark | str | None = None,
+                  scope: Mapping[str, Any] | None = None) -> str:
     """Render a prompt: ``template`` is the text of an inline prompt or the Path of a
     prompt file. ``origin`` is where an inline prompt (and the input) is written in its
-    spec (a Mark or ``FILE:LINE[:COL]``). Raises :class:`PromptError`."""
-    base = {"context": dict(context), "signals": [dict(s) for s in signals],
-            "signal_text": signal_lines(signals)}
+    spec (a Mark or ``FILE:LINE[:COL]``); ``scope`` holds more names (a fan-out child's
+    ``item`` and ``index``). Raises :class:`PromptError`."""
+    base = _names(context, signals, scope)
     rendered_input = render_input(input or {}, context=context, signals=signals,
-                                  origin=origin)
+                                  origin=origin, scope=scope)
     variables = {**base, "input": rendered_input}
     where: Mark | str | None = None
     if isinstance(template, Path):

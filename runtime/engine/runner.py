@@ -21,7 +21,8 @@ a ``failed`` outcome. A cancel request (runtime/engine/lifecycle.py) is seen wit
 Invokes (docs/invoke.md): after each committed step the runner reconciles the session's
 invocations with its active states (an invoke starts on entry, is cancelled on exit); an
 invoke's done/error event is taken as the engine's own when it answers the state's
-current invocation, and journaled as ``dropped`` otherwise. A cancelled session's agents
+current invocation (or one of its fan-out's children, or that fan-out's ``.all``), and
+journaled as ``dropped`` otherwise. A cancelled session's agents
 are stopped (journaled ``cancelled``); a failed one's are stopped (``interrupted``).
 """
 
@@ -394,7 +395,7 @@ class Runner:
             invoke_id = None  # not the invoker's: an ordinary (external or internal) send
         else:
             invoker = self.invoker
-            if invoker is None or invoker.current(invoke_id) != invocation:
+            if invoker is None or not invoker.answers(invoke_id, str(invocation)):
                 active = self.session.active
                 step = Step("dropped", event, dict(data), active, active, self.clock.now(),
                             note=f"invocation {invocation!r} of invoke {invoke_id!r} is not "
@@ -416,9 +417,12 @@ class Runner:
         return [step]
 
     def _ended(self, event: str, data: Mapping[str, Any], *, taken: bool) -> None:
+        """Journal how an invoke's event ended its invocation; a fan-out may start its
+        next children now (journaled too)."""
         invoker = self.invoker
         if invoker is not None:
-            invoker.ended(event, data, taken)
+            context = self.session.context if self.outcome is None else None
+            self._journal(invoker.ended(event, data, taken, context))
 
     def _fire_due(self) -> list[Step]:
         steps: list[Step] = []

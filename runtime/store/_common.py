@@ -10,6 +10,7 @@ from typing import Any
 from interlock.runtime.store.base import (
     AgentRecord,
     DeadLetter,
+    FanoutRecord,
     InvocationRecord,
     JournalEntry,
     Lease,
@@ -84,21 +85,46 @@ def invocation_params(record: InvocationRecord) -> tuple[Any, ...]:
     return (
         record.id, record.session_id, record.invoke, record.state, dumps(list(record.argv)),
         record.spool, record.started_at, record.pid, record.pgid, record.start_ticks,
-        record.outcome, record.reason, record.ended_at,
+        record.outcome, record.reason, record.ended_at, record.fanout, record.index,
+        None if record.result is None else dumps(record.result),
     )
+
+
+def _optional(value: Any, kind: Callable[[Any], Any]) -> Any:
+    return None if value is None else kind(value)
 
 
 def invocation_from(values: Sequence[Any]) -> InvocationRecord:
-    """An InvocationRecord from INVOCATION_COLUMNS; argv is JSON text on both backends."""
-    def optional(value: Any, kind: Callable[[Any], Any]) -> Any:
-        return None if value is None else kind(value)
-
+    """An InvocationRecord from INVOCATION_COLUMNS; argv and result are JSON text on both
+    backends."""
     return InvocationRecord(
         id=values[0], session_id=values[1], invoke=values[2], state=values[3],
         argv=tuple(json.loads(values[4])), spool=values[5], started_at=float(values[6]),
-        pid=optional(values[7], int), pgid=optional(values[8], int), start_ticks=values[9],
-        outcome=values[10], reason=values[11], ended_at=optional(values[12], float),
+        pid=_optional(values[7], int), pgid=_optional(values[8], int), start_ticks=values[9],
+        outcome=values[10], reason=values[11], ended_at=_optional(values[12], float),
+        fanout=values[13], index=_optional(values[14], int),
+        result=_optional(values[15], json.loads),
     )
+
+
+def fanout_params(record: FanoutRecord) -> tuple[Any, ...]:
+    return (
+        record.id, record.session_id, record.invoke, record.state, dumps(list(record.items)),
+        record.concurrency, record.started_at, record.outcome, record.ended_at,
+    )
+
+
+def fanout_from(values: Sequence[Any]) -> FanoutRecord:
+    """A FanoutRecord from FANOUT_COLUMNS; items is JSON text on both backends."""
+    return FanoutRecord(
+        id=values[0], session_id=values[1], invoke=values[2], state=values[3],
+        items=tuple(json.loads(values[4])), concurrency=_optional(values[5], int),
+        started_at=float(values[6]), outcome=values[7], ended_at=_optional(values[8], float),
+    )
+
+
+def fanout_exists(fanout_id: str) -> StoreError:
+    return StoreError(f"a fan-out {fanout_id!r} already exists")
 
 
 def invocation_exists(invocation_id: str) -> StoreError:

@@ -24,7 +24,9 @@ JOURNAL_COLUMNS = "seq, at, kind, event, data, before_states, after_states, note
 QUEUE_COLUMNS = "id, session_id, event, data, enqueued_at"
 AGENT_COLUMNS = "id, pgid, pid, owner, argv, started_at, session_id"
 INVOCATION_COLUMNS = ("id, session_id, invoke, state, argv, spool, started_at, pid, pgid,"
-                      " start_ticks, outcome, reason, ended_at")
+                      " start_ticks, outcome, reason, ended_at, fanout, item_index, result")
+FANOUT_COLUMNS = ("id, session_id, invoke, state, items, concurrency, started_at, outcome,"
+                  " ended_at")
 DEAD_COLUMNS = "id, session_id, kind, event, data, failed_at, error"
 
 
@@ -84,11 +86,18 @@ class Statements:
 
     # invocations
     insert_invocation: str = (f"INSERT INTO invocations ({INVOCATION_COLUMNS})"
-                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
     invocation_started: str = ("UPDATE invocations SET pid = ?, pgid = ?, start_ticks = ?"
                                " WHERE id = ?")
     end_invocation: str = ("UPDATE invocations SET outcome = ?, reason = ?, ended_at = ?"
                            " WHERE id = ? AND outcome IS NULL")
+    invocation_result: str = "UPDATE invocations SET result = ? WHERE id = ?"
+
+    # fan-outs
+    insert_fanout: str = (f"INSERT INTO fanouts ({FANOUT_COLUMNS})"
+                          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    end_fanout: str = ("UPDATE fanouts SET outcome = ?, ended_at = ?"
+                       " WHERE id = ? AND outcome IS NULL")
 
     # staged configs
     stage_config: str = ("INSERT INTO staged_configs (node, config, staged_at) VALUES (?, ?j, ?)"

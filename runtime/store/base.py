@@ -151,7 +151,11 @@ class InvocationRecord:
     """One agent an invoking state started (runtime/engine/invoke.py): what ran, where its
     output is spooled, and how it ended. ``pid``/``pgid``/``start_ticks`` are set once the
     process runs (pid + start time name it for good); ``outcome`` is None while it is in
-    flight, then ``done``, ``error``, ``cancelled``, ``interrupted`` or ``dropped``."""
+    flight, then ``done``, ``error``, ``cancelled``, ``interrupted`` or ``dropped``.
+
+    A child of a fan-out (``each:``) names its :class:`FanoutRecord` (``fanout``) and its
+    item's ``index``; ``result`` is the event it raised (``{"event": name, "data": {...}}``),
+    kept for the fan-out's ``done.invoke.<id>.all``."""
 
     id: str  # also INTERLOCK_DISPATCH_ID in the agent's environment
     session_id: str
@@ -165,6 +169,29 @@ class InvocationRecord:
     start_ticks: str | None = None
     outcome: str | None = None
     reason: str | None = None
+    ended_at: float | None = None
+    fanout: str | None = None
+    index: int | None = None
+    result: dict[str, Any] | None = field(default=None, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class FanoutRecord:
+    """One run of a fan-out (an invoke with ``each:``, runtime/engine/invoke_fanout.py): the
+    items its children run over, as evaluated when its state was entered, and at most how
+    many run at once (``concurrency``; None: all). Its children are invocations naming it.
+    ``outcome`` is None while it runs, then ``done`` (its ``.all`` event was taken),
+    ``dropped``, ``delivered`` (its ``.all`` was offered before a crash), ``error`` (its
+    list could not be evaluated) or ``cancelled``."""
+
+    id: str  # also the delivery key of its done.invoke.<id>.all
+    session_id: str
+    invoke: str
+    state: str
+    items: tuple[Any, ...] = field(hash=False)
+    concurrency: int | None
+    started_at: float
+    outcome: str | None = None
     ended_at: float | None = None
 
 
@@ -327,6 +354,23 @@ class InvocationStore(StoreConnection, Protocol):
                     in_flight: bool = False) -> builtins.list[InvocationRecord]:
         """The session's invocations by started_at then id (only those without an
         outcome when ``in_flight``); SessionNotFound if there is no such session."""
+
+    def invocation_result(self, invocation_id: str, result: dict[str, Any]) -> None:
+        """Keep the event a fan-out's child raised (``{"event": ..., "data": ...}``) on its
+        row, before the event is offered; no-op if there is no such invocation."""
+
+    def record_fanout(self, record: FanoutRecord) -> None:
+        """Remember a fan-out before any of its children starts; StoreError if
+        ``record.id`` is taken, SessionNotFound if its session does not exist."""
+
+    def end_fanout(self, fanout_id: str, outcome: str, at: float) -> bool:
+        """Set the outcome of a fan-out still running; False (nothing written) if it
+        already has one or does not exist: the first outcome stands."""
+
+    def fanouts(self, session_id: str, *,
+                in_flight: bool = False) -> builtins.list[FanoutRecord]:
+        """The session's fan-outs by started_at then id (only those without an outcome
+        when ``in_flight``); SessionNotFound if there is no such session."""
 
 
 class StagedConfigStore(StoreConnection, Protocol):

@@ -33,6 +33,9 @@ from interlock.runtime.store._common import (
     dead_params,
     dumps,
     entry_from,
+    fanout_exists,
+    fanout_from,
+    fanout_params,
     fence,
     invocation_exists,
     invocation_from,
@@ -45,12 +48,18 @@ from interlock.runtime.store._common import (
     session_params,
 )
 from interlock.runtime.store._retry import Backoff, OnRetry, retry
-from interlock.runtime.store._sql import AGENT_COLUMNS, INVOCATION_COLUMNS, SESSION_COLUMNS
+from interlock.runtime.store._sql import (
+    AGENT_COLUMNS,
+    FANOUT_COLUMNS,
+    INVOCATION_COLUMNS,
+    SESSION_COLUMNS,
+)
 from interlock.runtime.store._sql import POSTGRES as SQL
 from interlock.runtime.store.base import (
     AgentRecord,
     CancelRequest,
     DeadLetter,
+    FanoutRecord,
     InvocationRecord,
     JournalEntry,
     Lease,
@@ -186,6 +195,24 @@ MIGRATIONS: list[tuple[str, ...]] = [
                           pg_get_serial_sequence('event_queue', 'id'));
            END $$""",
         "ALTER TABLE deliveries RENAME COLUMN inbox_id TO event_id",
+    ),
+    (  # 8: fan-outs (invoke each:, runtime/engine/invoke_fanout.py): their runs, and on each
+       # child invocation its fan-out, its item's index and the event it raised
+        "ALTER TABLE invocations ADD COLUMN fanout TEXT",
+        "ALTER TABLE invocations ADD COLUMN item_index INTEGER",
+        "ALTER TABLE invocations ADD COLUMN result TEXT",
+        """CREATE TABLE fanouts (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            invoke TEXT NOT NULL,
+            state TEXT NOT NULL,
+            items TEXT NOT NULL,
+            concurrency INTEGER,
+            started_at DOUBLE PRECISION NOT NULL,
+            outcome TEXT,
+            ended_at DOUBLE PRECISION
+        )""",
+        "CREATE INDEX fanouts_by_session ON fanouts (session_id, started_at, id)",
     ),
 ]
 
@@ -701,6 +728,65 @@ class PostgresStore:
                 + ' ORDER BY started_at, id COLLATE "C"', (session_id,),
             ).fetchall()
             return [invocation_from(values) for values in rows]
+
+        return self._run(body, _rerun)
+
+    def invocation_result(self, invocation_id: str, result: dict[str, Any]) -> None:
+        text = dumps(result)
+
+        def body(conn: Conn) -> None:
+            conn.execute(SQL.invocation_result, (text, invocation_id))
+
+        self._run(body, _rerun)  # the same value again: safe to run again
+
+    def record_fanout(self, record: FanoutRecord) -> None:
+        values = fanout_params(record)
+
+        def body(conn: Conn) -> bool:
+            self._require(conn, record.session_id)
+            inserted = conn.execute(
+                SQL.insert_fanout + " ON CONFLICT (id) DO NOTHING RETURNING 1", values,
+            ).fetchone()
+            if inserted is None:
+                raise fanout_exists(record.id)
+            return True
+
+        def resolve(conn: Conn) -> bool | None:
+            stored = conn.execute(f"SELECT {FANOUT_COLUMNS} FROM fanouts WHERE id = %s",
+                                  (record.id,)).fetchone()
+            if stored is None:
+                return None  # not applied: record again
+            if fanout_from(stored) == record:
+                return True
+            raise fanout_exists(record.id)
+
+        self._run(body, resolve)
+
+    def end_fanout(self, fanout_id: str, outcome: str, at: float) -> bool:
+        def body(conn: Conn) -> bool:
+            ended = conn.execute(SQL.end_fanout + " RETURNING 1",
+                                 (outcome, at, fanout_id)).fetchone()
+            return ended is not None
+
+        def resolve(conn: Conn) -> bool | None:
+            stored = conn.execute("SELECT outcome, ended_at FROM fanouts WHERE id = %s",
+                                  (fanout_id,)).fetchone()
+            if stored is None or stored[0] is None:
+                return None  # not applied: end it again
+            return bool(tuple(stored) == (outcome, at))
+
+        return self._run(body, resolve)
+
+    def fanouts(self, session_id: str, *,
+                in_flight: bool = False) -> builtins.list[FanoutRecord]:
+        def body(conn: Conn) -> builtins.list[FanoutRecord]:
+            self._require(conn, session_id)
+            rows = conn.execute(  # COLLATE "C": ids in byte order, as SQLite sorts them
+                f"SELECT {FANOUT_COLUMNS} FROM fanouts WHERE session_id = %s"
+                + (" AND outcome IS NULL" if in_flight else "")
+                + ' ORDER BY started_at, id COLLATE "C"', (session_id,),
+            ).fetchall()
+            return [fanout_from(values) for values in rows]
 
         return self._run(body, _rerun)
 

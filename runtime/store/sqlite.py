@@ -29,6 +29,9 @@ from interlock.runtime.store._common import (
     dead_params,
     dumps,
     entry_from,
+    fanout_exists,
+    fanout_from,
+    fanout_params,
     fence,
     invocation_exists,
     invocation_from,
@@ -41,12 +44,18 @@ from interlock.runtime.store._common import (
     session_params,
 )
 from interlock.runtime.store._retry import Backoff, OnRetry, retry
-from interlock.runtime.store._sql import AGENT_COLUMNS, INVOCATION_COLUMNS, SESSION_COLUMNS
+from interlock.runtime.store._sql import (
+    AGENT_COLUMNS,
+    FANOUT_COLUMNS,
+    INVOCATION_COLUMNS,
+    SESSION_COLUMNS,
+)
 from interlock.runtime.store._sql import SQLITE as SQL
 from interlock.runtime.store.base import (
     AgentRecord,
     CancelRequest,
     DeadLetter,
+    FanoutRecord,
     InvocationRecord,
     JournalEntry,
     Lease,
@@ -170,6 +179,24 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "DROP INDEX inbox_by_session",
         "CREATE INDEX event_queue_by_session ON event_queue (session_id, id)",
         "ALTER TABLE deliveries RENAME COLUMN inbox_id TO event_id",
+    ),
+    (  # 8: fan-outs (invoke each:, runtime/engine/invoke_fanout.py): their runs, and on each
+       # child invocation its fan-out, its item's index and the event it raised
+        "ALTER TABLE invocations ADD COLUMN fanout TEXT",
+        "ALTER TABLE invocations ADD COLUMN item_index INTEGER",
+        "ALTER TABLE invocations ADD COLUMN result TEXT",
+        """CREATE TABLE fanouts (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            invoke TEXT NOT NULL,
+            state TEXT NOT NULL,
+            items TEXT NOT NULL,
+            concurrency INTEGER,
+            started_at REAL NOT NULL,
+            outcome TEXT,
+            ended_at REAL
+        )""",
+        "CREATE INDEX fanouts_by_session ON fanouts (session_id, started_at, id)",
     ),
 ]
 
@@ -605,6 +632,44 @@ class SqliteStore:
                 + " ORDER BY started_at, id", (session_id,),
             ).fetchall()
             return [invocation_from(values) for values in rows]
+
+        return self._read(body)
+
+    def invocation_result(self, invocation_id: str, result: dict[str, Any]) -> None:
+        text = dumps(result)
+
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute(SQL.invocation_result, (text, invocation_id))
+
+        self._write(body)
+
+    def record_fanout(self, record: FanoutRecord) -> None:
+        values = fanout_params(record)
+
+        def body(conn: sqlite3.Connection) -> None:
+            self._require(conn, record.session_id)
+            if conn.execute("SELECT 1 FROM fanouts WHERE id = ?", (record.id,)).fetchone():
+                raise fanout_exists(record.id)
+            conn.execute(SQL.insert_fanout, values)
+
+        self._write(body)
+
+    def end_fanout(self, fanout_id: str, outcome: str, at: float) -> bool:
+        def body(conn: sqlite3.Connection) -> bool:
+            return conn.execute(SQL.end_fanout, (outcome, at, fanout_id)).rowcount == 1
+
+        return self._write(body)
+
+    def fanouts(self, session_id: str, *,
+                in_flight: bool = False) -> builtins.list[FanoutRecord]:
+        def body(conn: sqlite3.Connection) -> builtins.list[FanoutRecord]:
+            self._require(conn, session_id)
+            rows = conn.execute(
+                f"SELECT {FANOUT_COLUMNS} FROM fanouts WHERE session_id = ?"
+                + (" AND outcome IS NULL" if in_flight else "")
+                + " ORDER BY started_at, id", (session_id,),
+            ).fetchall()
+            return [fanout_from(values) for values in rows]
 
         return self._read(body)
 

@@ -50,6 +50,49 @@ def test_run_drives_an_agent_invoke_and_a_command_invoke_to_a_final_state(
 NESTED = TESTS / "support" / "invoke" / "e2e"
 
 
+def test_run_drives_a_fanout_of_command_children_two_at_once(cli: Cli, tmp_path: Path
+                                                              ) -> None:
+    """The fan-out acceptance: `command:` children, a concurrency of 2 over 5 items: at
+    most 2 ran at once (their own recorded times say so), 5 done events with their item
+    and index, the 'all done' event once with every outcome in item order."""
+    from interlock.runtime.store.sqlite import SqliteStore
+
+    from support.fanout_helpers import CHILD, most_at_once, times
+
+    shutil.copy(NESTED / "fanout.yaml", tmp_path / "fanout.yaml")
+    shutil.copy(CHILD, tmp_path / "fanout_child.py")
+    (tmp_path / "pair").mkdir()  # the first two children wait for each other
+    drawn = cli("diagram", "fanout.yaml", cwd=tmp_path)
+    assert "working : \u2225 each: context.tasks \u00d72" in drawn.stdout
+    run = cli("run", "fanout.yaml", "--session", "f1", "--no-signals", cwd=tmp_path,
+              timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "session f1 finished in [done]" in run.stdout + run.stderr
+    assert most_at_once(tmp_path) == 2
+    assert sorted(times(tmp_path)) == [0, 1, 2, 3, 4]
+    log = cli("log", "f1", "--json", cwd=tmp_path)
+    entries = [json.loads(line) for line in log.stdout.splitlines() if line.strip()]
+    events = [e for e in entries if e["kind"] == "event"]
+    tasks = ["parse", "lex", "check", "emit", "test"]
+    done = [e["data"] for e in events if e["event"] == "done.invoke.work"]
+    assert sorted((d["index"], d["item"]) for d in done) == list(enumerate(tasks))
+    assert all(d["answer"]["prompt"] == f"Task {d['index']}: {d['item']}" for d in done)
+    [every] = [e for e in events if e["event"] == "done.invoke.work.all"]
+    assert events[-1] is every and every["after"] == ["done"]
+    assert [o["item"] for o in every["data"]["outcomes"]] == tasks
+    assert [o["index"] for o in every["data"]["outcomes"]] == [0, 1, 2, 3, 4]
+    assert (every["data"]["done"], every["data"]["failed"]) == (5, 0)
+    assert [e["data"]["index"] for e in entries if e["kind"] == "invoked"] == [0, 1, 2, 3, 4]
+    store = SqliteStore(tmp_path / ".interlock" / "state.db")
+    try:
+        rows = store.invocations("f1")
+        [fanout] = store.fanouts("f1")
+    finally:
+        store.close()
+    assert sorted((r.index, r.outcome) for r in rows) == [(i, "done") for i in range(5)]
+    assert (fanout.items, fanout.concurrency, fanout.outcome) == (tuple(tasks), 2, "done")
+
+
 def test_run_drives_a_child_machine_and_rm_removes_it_with_its_parent(
         cli: Cli, tmp_path: Path) -> None:
     shutil.copytree(NESTED, tmp_path / "specs")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from interlock.machines import Diagnostic, Severity, build_ir, lint, load, loads
+from interlock.machines import Diagnostic, Severity, SpecError, build_ir, lint, load, loads
 from interlock.machines.templates import template_syntax_error
 
 DESIGN_EXAMPLE = """\
@@ -1104,3 +1104,90 @@ def test_listeners_around_inside_or_beside_the_invocation_are_fine() -> None:
         done: {type: final}
     """, "initial: outer\n")
     assert of("M223", text) == []
+
+
+# -- fan-out: M227-M232 ------------------------------------------------------------------
+
+def test_a_fanout_over_a_context_list_or_a_literal_one_is_clean() -> None:
+    from support.render_cases import CASES
+
+    assert run(CASES["fanout"]) == []
+
+
+def test_an_empty_literal_list_is_a_fanout_too() -> None:
+    text = invoking("{command: [x], each: []}", "{done.invoke.a.all: b, error.invoke.a: b}")
+    assert run(text) == []
+
+
+@pytest.mark.parametrize(("invoke", "code", "words"), [
+    ("{command: [x], concurrency: 2}", "M227", "`concurrency:` but no `each:`"),
+    ("{command: [x], each: [1], concurrency: 0}", "M228", "must be at least 1"),
+    ("{command: [x], each: [1], concurrency: -3}", "M228", "must be at least 1"),
+    ("{command: [x], each: [1], concurrency: context.n}", "M228", "neither an integer"),
+    ("{command: [x], each: context.items}", "M229", "neither a list nor one"),
+    ("{command: [x], each: 'a {{ context.items }}'}", "M229", "neither a list nor one"),
+    ("{command: [x, '{{ item }}']}", "M231", "reads `item`"),
+    ("{agent: '{{ index }}'}", "M231", "reads `index`"),
+    ("{machine: m, input: {t: '{{ item.id }}'}}", "M231", "reads `item`"),
+    ("{command: [x], each: '{{ context.items[index:] }}'}", "M231", "before any child"),
+])
+def test_fanout_misuse_is_an_error_where_it_is_written(invoke: str, code: str,
+                                                       words: str) -> None:
+    on = "{done.invoke.a: b, error.invoke: b}"
+    [d] = of(code, invoking(invoke, on))
+    assert d.severity is Severity.ERROR and words in d.message
+    assert d.mark.line == 5 and d.mark.column > 5  # at the field, not at the invoke
+
+
+def test_concurrency_true_is_not_an_integer() -> None:
+    with pytest.raises(SpecError) as caught:
+        loads(invoking("{command: [x], each: [1], concurrency: true}"), "spec.yaml")
+    assert {d.code for d in caught.value.diagnostics} == {"S103"}
+
+
+def test_each_as_a_number_or_a_mapping_is_refused_by_the_model() -> None:
+    for each in ("3", "{a: 1}"):
+        with pytest.raises(SpecError) as caught:
+            loads(invoking(f"{{command: [x], each: {each}}}"), "spec.yaml")
+        assert {d.code for d in caught.value.diagnostics} == {"S103"}
+
+
+def test_a_loop_variable_named_item_is_not_the_fanouts() -> None:
+    prompt = "'{% for item in context.todo %}{{ item }}{% endfor %}'"
+    assert of("M231", invoking(f"{{command: [x], prompt: {prompt}}}")) == []
+
+
+def test_the_all_event_of_an_invoke_without_each_is_an_error() -> None:
+    for runs in ("command: [x]", "agent: x", "machine: m"):
+        [d] = of("M230", invoking(f"{{{runs}}}", "{done.invoke.a.all: b, error.invoke: b}"))
+        assert (d.mark.line, d.mark.column) == (6, 10)
+        assert "has no `each:`" in d.message
+
+
+def test_a_broader_listener_without_the_all_event_is_warned() -> None:
+    text = invoking("{command: [x], each: [1, 2]}",
+                    "{done.invoke.a: {actions: [tally]}, error.invoke.a: b}")
+    [d] = run(text)
+    assert (d.code, d.severity) == ("M232", Severity.WARNING)
+    assert "'done.invoke.a.all'" in d.message and (d.mark.line, d.mark.column) == (6, 10)
+    # with `.all` first, the broader one hears the children only
+    fine = invoking("{command: [x], each: [1, 2]}",
+                    "{done.invoke.a.all: b, done.invoke.a: {actions: [tally]}, "
+                    "error.invoke.a: b}")
+    assert run(fine) == []
+    # `.all` after it: M209 already says it can never fire
+    late = invoking("{command: [x], each: [1, 2]}",
+                    "{done.invoke.a: {actions: [tally]}, done.invoke.a.all: b, "
+                    "error.invoke.a: b}")
+    assert [d.code for d in run(late)] == ["M209"]
+
+
+def test_a_prompt_file_reading_item_without_each_is_reported_at_its_line(
+        tmp_path: Path) -> None:
+    (tmp_path / "task.md.j2").write_text("Task:\n{{ item.title }}\n")
+    [d] = lint(load(_spec_file(tmp_path, "{agent: x, prompt_file: task.md.j2}")))
+    assert (d.code, d.mark.file, d.mark.line) == ("M231", str(tmp_path / "task.md.j2"), 2)
+    with_each = "{agent: x, prompt_file: task.md.j2, each: [1]}"
+    on = "{done.invoke.a.all: b, error.invoke.a: b}"
+    (tmp_path / "spec.yaml").write_text(invoking(with_each, on))
+    assert lint(load(tmp_path / "spec.yaml")) == []

@@ -21,6 +21,7 @@ GUARDED = ("machine: g\ninitial: a\nstates:\n  a: {on: {go: {target: b, guard: o
                                     "interlock.machines.compile",
                                     "interlock.machines.durations",
                                     "interlock.machines.settings",
+                                    "interlock.machines.templates",
                                     "interlock.machines.yamlsrc"])
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

@@ -462,3 +462,26 @@ class TestInvoke:
     def test_the_prompt_is_not_drawn(self) -> None:
         assert "Task" not in render_mermaid(case("invoke"))
         assert "Task" not in render_dot(case("invoke"))
+
+
+class TestFanout:
+    """A fan-out (``each:``) is drawn as its invoke plus a line of its own: ``∥ each:``
+    what it runs over, then a times sign and how many run at most at once."""
+
+    def test_mermaid_draws_the_fanout_under_its_invoke(self) -> None:
+        out = stripped(render_mermaid(case("fanout")))
+        assert ('state "executing<br/>invoke executors / machine ralph_subagent<br/>'
+                "∥ each: context.batch \u00d7context.parallel<br/>error.invoke.executors / note\""
+                " as executing {") in out
+        invoke = out.index("checking : invoke check / command make")
+        assert out.index("checking : ∥ each: #91;3 items#93;") == invoke + 1
+
+    def test_dot_draws_the_fanout_under_its_invoke(self) -> None:
+        out = render_dot(case("fanout"))
+        assert "invoke executors / machine ralph_subagent<BR/>∥ each: context.batch " \
+               "\u00d7context.parallel" in out
+        checking = next(x for x in dot_stmts(out) if x.startswith('"checking" ['))
+        assert "invoke check / command make<BR/>∥ each: [3 items]</FONT>" in checking
+
+    def test_an_invoke_without_each_has_no_fanout_line(self) -> None:
+        assert "∥" not in render_mermaid(case("invoke")) + render_dot(case("invoke"))

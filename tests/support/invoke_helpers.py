@@ -69,7 +69,12 @@ def tick(call: Call) -> None:
     call.context["ticks"] += 1
 
 
-BINDINGS: dict[str, Callable[[Call], None]] = {"keep": keep, "tick": tick}
+def note(call: Call) -> None:
+    """Write down a fan-out child's event: [event, index] (context field ``seen``)."""
+    call.context["seen"] = [*call.context["seen"], [call.event, call.data.get("index")]]
+
+
+BINDINGS: dict[str, Callable[[Call], None]] = {"keep": keep, "tick": tick, "note": note}
 
 
 def open_runner(store: Store, spec: str, folder: Path, *, clock: Clock | None = None,

@@ -66,6 +66,32 @@ states:
 """
 
 
+def fanout_parent(*, concurrency: int = 2, topic: str = "{{ item.id }}") -> str:
+    """A parent that fans the child machine out over three tasks (``input``: ``topic``
+    and the task itself), at most ``concurrency`` at once; its ``.all`` data is kept as
+    ``seen``, then it is final."""
+    return f"""
+machine: parent
+initial: working
+context:
+  tasks: {{type: list, default: [{{id: T1, n: 0}}, {{id: T2, n: 1}}, {{id: T3, n: 2}}]}}
+  seen: {{type: any, default: null}}
+states:
+  working:
+    invoke:
+      id: step
+      machine: child
+      each: "{{{{ context.tasks }}}}"
+      concurrency: {concurrency}
+      input: {{topic: "{topic}", task: "{{{{ item }}}}"}}
+    on:
+      done.invoke.step.all: {{target: passed, actions: [keep]}}
+      done.invoke.step: null
+      error.invoke.step: null
+  passed: {{type: final}}
+"""
+
+
 def keep(call: Call) -> None:
     call.context["seen"] = dict(call.data)
 

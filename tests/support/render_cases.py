@@ -179,6 +179,40 @@ states:
   failed: {type: final}
 """
 
+# Fan-outs (each:): a machine per item of a context list, at most N at once (the
+# container's title carries it), and a command per item of a literal list, all at once.
+FANOUT = """\
+machine: batches
+context:
+  batch: {type: list, default: []}
+  parallel: {type: int, default: 2}
+initial: executing
+states:
+  executing:
+    initial: running
+    invoke:
+      id: executors
+      machine: ralph_subagent
+      each: "{{ context.batch }}"
+      concurrency: "{{ context.parallel }}"
+      input: {task: "{{ item }}", number: "{{ index + 1 }}"}
+    on:
+      done.invoke.executors.all: checking
+      error.invoke.executors: {actions: [note]}
+    states:
+      running: {}
+  checking:
+    invoke:
+      id: check
+      command: [make, "{{ item }}"]
+      prompt: "Check {{ item }} ({{ index }} of {{ context.batch | length }})"
+      each: [lint, test, docs]
+    on:
+      done.invoke.check.all: done
+      error.invoke.check: done
+  done: {type: final}
+"""
+
 CASES: dict[str, str] = {
     "flat": FLAT,
     "compound": COMPOUND,
@@ -187,6 +221,7 @@ CASES: dict[str, str] = {
     "awkward": AWKWARD,
     "broken": BROKEN,
     "invoke": INVOKE,
+    "fanout": FANOUT,
 }
 
 

@@ -57,7 +57,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     url: str = request.getfixturevalue("pg_url")
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("TRUNCATE sessions, journal, event_queue, agents, deliveries, dead_letters,"
-                     " invocations, staged_configs RESTART IDENTITY")
+                     " invocations, fanouts, staged_configs RESTART IDENTITY")
     return url
 
 

@@ -4,7 +4,6 @@ state, parallel regions, timers while an agent works, Ctrl-C (interrupted)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,6 @@ from support.invoke_helpers import (
     run_until,
     wait_for,
 )
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = SqliteStore(tmp_path / "state.db")
-    yield s
-    s.close()
 
 
 def test_a_finished_agent_raises_done_with_its_answer(store: SqliteStore, tmp_path: Path

@@ -10,10 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from interlock.runtime.engine.invoke_offline import stop_invocations
 from interlock.runtime.engine.lifecycle import cancel, remove
@@ -33,13 +30,6 @@ from support.invoke_helpers import (
 )
 
 RUN_SESSION = Path(__file__).resolve().parents[2] / "support" / "invoke" / "run_session.py"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = SqliteStore(tmp_path / "state.db")
-    yield s
-    s.close()
 
 
 def crash_mid_invoke(store: SqliteStore, tmp_path: Path, on_resume: str) -> tuple[int, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,6 @@ from interlock.runtime.engine.runner import Runner
 from interlock.runtime.store.sqlite import SqliteStore
 
 from support.invoke_helpers import agent_argv, group_gone, run_until, wait_for
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = SqliteStore(tmp_path / "state.db")
-    yield s
-    s.close()
 
 
 def explode(call: Call) -> None:

@@ -10,10 +10,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from interlock.runtime.engine.invoke_offline import (
     cancel_offline,
@@ -25,13 +22,6 @@ from interlock.runtime.store.sqlite import SqliteStore
 
 from support.invoke_helpers import agent_argv, alive, group_gone, pids, run_until, wait_for
 from support.machine_helpers import PARENT, Machines, child_spec, open_parent, run_parent
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = SqliteStore(tmp_path / "state.db")
-    yield s
-    s.close()
 
 
 def hanging_child(store: SqliteStore, tmp_path: Path) -> tuple[Runner, Path]:

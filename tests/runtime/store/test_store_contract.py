@@ -28,6 +28,7 @@ from interlock.runtime.store.base import (
     AgentRecord,
     CancelRequest,
     DeadLetter,
+    FanoutRecord,
     InvocationRecord,
     QueuedEvent,
 )
@@ -582,10 +583,69 @@ def test_a_store_from_before_invocations_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 7
+        assert schema_version(empty_target) == len(steps) == 8
         assert store.get("s1") == row("s1")
         store.record_invocation(invocation())
         assert store.invocations("s1", in_flight=True) == [invocation()]
+    finally:
+        store.close()
+
+
+def fanout(fanout_id: str = "f1", started_at: float = 5.0, **changes: Any) -> FanoutRecord:
+    values: dict[str, Any] = {
+        "id": fanout_id, "session_id": "s1", "invoke": "executors", "state": "executing",
+        "items": ({"id": "T1", "title": "it's"}, "T2", 3), "concurrency": 2,
+        "started_at": started_at,
+    }
+    values.update(changes)
+    return FanoutRecord(**values)
+
+
+def test_fanouts_and_their_children_round_trip_and_end_once(store: Store) -> None:
+    with pytest.raises(SessionNotFound):
+        store.record_fanout(fanout())
+    store.create(row("s1"), created())
+    assert store.fanouts("s1") == []
+    store.record_fanout(fanout("f2", started_at=7.0, items=(), concurrency=None))
+    store.record_fanout(fanout())
+    with pytest.raises(StoreError, match="already exists"):
+        store.record_fanout(fanout(state="other"))
+    assert store.fanouts("s1") == [fanout(), fanout("f2", started_at=7.0, items=(),
+                                                    concurrency=None)]
+    assert store.end_fanout("f1", "done", 9.0)
+    assert not store.end_fanout("f1", "cancelled", 9.1)  # the first outcome stands
+    assert not store.end_fanout("nope", "done", 9.1)
+    assert store.fanouts("s1", in_flight=True) == [fanout("f2", started_at=7.0, items=(),
+                                                          concurrency=None)]
+    assert store.fanouts("s1")[0] == fanout(outcome="done", ended_at=9.0)
+    store.record_invocation(invocation("i1", fanout="f1", index=0))
+    result = {"event": "done.invoke.executors", "data": {"item": "T2", "index": 1,
+                                                         "answer": None}}
+    store.invocation_result("i1", result)
+    store.invocation_result("nope", result)  # no-op
+    assert store.invocations("s1") == [invocation("i1", fanout="f1", index=0, result=result)]
+
+
+def test_a_store_from_before_fanouts_is_migrated(
+        empty_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module: Any = sqlite_module if empty_target.startswith("sqlite://") else postgres_module
+    steps = module.MIGRATIONS
+    monkeypatch.setattr(module, "MIGRATIONS", steps[:7])  # version 7: no fan-outs
+    old = open_store(empty_target, Path.cwd())
+    try:
+        old.create(row("s1"), created())
+    finally:
+        old.close()
+    raw_execute(empty_target, "INSERT INTO invocations (id, session_id, invoke, state, argv,"
+                " spool, started_at) VALUES ('i1', 's1', 'review', 'reviewing',"
+                """ '["python", "agent.py", "--say", "it''s"]', '/tmp/x/1-review', 5.0)""")
+    monkeypatch.setattr(module, "MIGRATIONS", steps)
+    store = open_store(empty_target, Path.cwd())
+    try:
+        assert schema_version(empty_target) == len(steps)
+        assert store.invocations("s1") == [invocation()]  # no fan-out, no index, no result
+        store.record_fanout(fanout())
+        assert store.fanouts("s1", in_flight=True) == [fanout()]
     finally:
         store.close()
 
@@ -629,7 +689,7 @@ def test_a_store_from_before_deliveries_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 7
+        assert schema_version(empty_target) == len(steps) == 8
         assert store.get("s1") == row("s1", status="active")  # renamed by schema 4
         assert store.journal("s1", after_seq=-1) == [created()]
         assert store.queued_events("s1") == [QueuedEvent(queued, "s1", "start", {"by": "cli"}, 5.0)]
@@ -658,7 +718,7 @@ def test_a_store_from_before_the_lifecycle_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 7
+        assert schema_version(empty_target) == len(steps) == 8
         assert [r.status for r in store.list()] == ["active", "finished", "failed"]
         assert store.dead_letters("s1") == [] and store.cancel_request("s1") is None
         assert store.holder("s1") is None
@@ -719,7 +779,7 @@ def test_a_store_whose_event_queue_was_called_inbox_is_migrated(
     monkeypatch.setattr(module, "MIGRATIONS", steps)
     store = open_store(empty_target, Path.cwd())
     try:
-        assert schema_version(empty_target) == len(steps) == 7
+        assert schema_version(empty_target) == len(steps) == 8
         tables = table_names(empty_target)
         assert "event_queue" in tables and "inbox" not in tables
         assert store.queued_events("s1") == [QueuedEvent(waiting, "s1", "record", {"n": 2}, 51.0)]

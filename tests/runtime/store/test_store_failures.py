@@ -174,7 +174,7 @@ def test_a_schema_newer_than_this_interlock_is_refused(tmp_path: Path) -> None:
 def pg(pg_url: str) -> str:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("TRUNCATE sessions, journal, event_queue, agents, deliveries, dead_letters,"
-                     " invocations RESTART IDENTITY")
+                     " invocations, fanouts RESTART IDENTITY")
     return pg_url
 
 
