@@ -86,12 +86,14 @@ class ChildMachine:
 @dataclass(frozen=True, slots=True)
 class MachineRequest:
     """What a machine resolver is asked: the invoke's ``machine:`` name, the parent's spec
-    path (a spec file is relative to its folder), and the child session's id and folder."""
+    path (a spec file is relative to its folder), the child session's id and folder, and,
+    for a fan-out's child, its ``item`` (fan-out id, index, value)."""
 
     name: str
     parent_spec: str
     session_id: str
     folder: Path
+    item: Item | None = None
 
 
 MachineResolver = Callable[[MachineRequest], ChildMachine]
@@ -330,7 +332,7 @@ class MachineHandler:
                 raise MachineError(f"no machine resolver for machine {invoke.machine!r}")
             child = resolver(MachineRequest(
                 str(invoke.machine), host.spec_path, self._child_id(record),
-                Path(record.spool)))
+                Path(record.spool), flight.item))
             input_context = render_input(invoke.input, context=context,
                                          scope=names_of(flight.item))
         except (MachineError, PromptError) as exc:

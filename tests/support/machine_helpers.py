@@ -110,9 +110,11 @@ class Machines:
     def __init__(self, spec: str) -> None:
         self.spec = spec
         self.calls: list[tuple[str, str]] = []
+        self.requests: list[MachineRequest] = []
 
     def __call__(self, request: MachineRequest) -> ChildMachine:
         self.calls.append((request.name, request.parent_spec))
+        self.requests.append(request)
         if request.name != "child":
             raise MachineError(f"no machine {request.name!r}")
         return ChildMachine(self.spec, str(Path(request.parent_spec).parent / "child.yaml"),

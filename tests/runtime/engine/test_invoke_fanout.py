@@ -117,6 +117,9 @@ def test_machine_children_see_their_item_and_the_all_event_carries_their_outputs
         {"id": "T1", "n": 0}, {"id": "T2", "n": 1}, {"id": "T3", "n": 2}]
     sessions = [o["session"] for o in outcomes]
     assert sessions == ["p1.0001-step", "p1.0002-step", "p1.0003-step"]
+    # the resolver is told which item each child session is for
+    assert [(r.session_id, r.item.index, r.item.value["id"]) for r in machines.requests
+            if r.item is not None] == [(s, i, f"T{i + 1}") for i, s in enumerate(sessions)]
     assert all(store.get(child).status == "finished" for child in sessions)
 
 
