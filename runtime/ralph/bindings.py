@@ -303,6 +303,8 @@ def make_bindings(folder: RalphFolder,
         absorb(c, s, made)
 
     def workers_done(c: Call, s: State) -> None:
+        order = [w.task.id for w in s.workers if w.task is not None]
+        s.review_queue.sort(key=lambda t: order.index(t) if t in order else len(order))
         s.workers = []
         s.steer_messages = []
         s.pause_message = None

@@ -3,11 +3,12 @@
 * :func:`check` says whether a session must stop before its next invocation:
   ``max_iterations``, ``max_runtime``, ``max_cost`` or ``no_progress``, with a line a
   person can read. The engine enforces it; the agent is never asked.
-* :func:`progress_digest` fingerprints progress.md and the project's files (their
-  contents), so "nothing changed" is measured, not claimed; :class:`ProgressWatch` counts
-  invocations in a row that led to no state not seen before: an agent that rewrites the
-  same files, or a loop that goes round the same states (rejected, replanned, redone the
-  same way), makes no progress.
+* :func:`progress_digest` fingerprints progress.md, the iteration's reviews and the
+  project's files (their contents), so "nothing changed" is measured, not claimed (a
+  parallel batch's work, in its worktrees, shows in progress.md and the reviews);
+  :class:`ProgressWatch` counts invocations in a row that led to no state not seen
+  before: an agent that rewrites the same files, or a loop that goes round the same
+  states (rejected, replanned, redone the same way), makes no progress.
 * :func:`is_transient` classifies an agent failure by exit code or output pattern, and
   :func:`backoff_delay` gives the capped exponential backoff with full jitter before a
   retry (an injectable RNG; nothing here sleeps or reads the time).
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -151,10 +153,10 @@ def _file_hash(path: Path, info: os.stat_result, cache: FileHashes | None) -> st
 
 
 def progress_digest(project: Path | str, progress_md: Path | str | None = None, *,
-                    cache: FileHashes | None = None) -> str:
-    """A SHA-256 over progress.md's content and each project file's path and content
-    (``cache`` keeps file hashes between calls). Equal digests: nothing the engine can see
-    is different, whatever was rewritten."""
+                    cache: FileHashes | None = None, reviews: Path | None = None) -> str:
+    """A SHA-256 over progress.md's content, the review files in ``reviews`` and each
+    project file's path and content (``cache`` keeps file hashes between calls). Equal
+    digests: nothing the engine can see is different, whatever was rewritten."""
     root = Path(project)
     digest = hashlib.sha256()
     if progress_md is not None:
@@ -162,6 +164,10 @@ def progress_digest(project: Path | str, progress_md: Path | str | None = None, 
             digest.update(Path(progress_md).read_bytes())
         except FileNotFoundError:
             digest.update(b"\0missing")
+    if reviews is not None and reviews.is_dir():
+        for review in sorted(reviews.iterdir()):
+            with contextlib.suppress(OSError):
+                digest.update(f"\0review {review.name}\0".encode() + review.read_bytes())
     digest.update(b"\0files\0")
     for name in project_files(root):
         path = root / name
@@ -189,11 +195,13 @@ class ProgressWatch:
         self.count = count
         self.seen: list[str] = list(seen or ([digest[:SEEN_CHARS]] if digest else []))
 
-    def observe(self, digest: str) -> int:
-        """Record the digest after an invocation; returns invocations without progress."""
+    def observe(self, digest: str, invocations: int = 1) -> int:
+        """Record the digest after ``invocations`` that ended together (one digest for
+        all: a new state counts as their progress); returns invocations without
+        progress."""
         key = digest[:SEEN_CHARS]
         if key in self.seen:
-            self.count += 1
+            self.count += invocations
         else:
             self.seen = [*self.seen, key][-SEEN_KEPT:]
             self.count = 0
@@ -267,10 +275,12 @@ class SessionLimits:
         self.cost_usd = cost_usd
         self.watch = ProgressWatch(digest, count=without_progress, seen=seen)
 
-    def invocation_done(self, digest: str, cost_usd: float | None = None) -> int:
-        """Record one invocation; returns invocations in a row without progress."""
+    def invocation_done(self, digest: str, cost_usd: float | None = None, *,
+                        invocations: int = 1) -> int:
+        """Record ``invocations`` that ended together (a parallel batch's); returns
+        invocations in a row without progress."""
         self.cost_usd += cost_usd or 0.0
-        return self.watch.observe(digest)
+        return self.watch.observe(digest, invocations)
 
     def iteration_done(self) -> None:
         self.iterations_done += 1

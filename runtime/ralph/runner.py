@@ -339,9 +339,8 @@ class RalphRun(HostPlugin):
             n = int(ctx.get("iteration", 1))
             digest = await asyncio.to_thread(
                 progress_digest, self.root, self.folder.iteration(n) / "progress.md",
-                cache=self._hashes)
-            for _ in range(ended):
-                self.limits.invocation_done(digest)
+                cache=self._hashes, reviews=self.folder.iteration(n) / "reviews")
+            self.limits.invocation_done(digest, invocations=ended)
             self.limits.cost_usd = _spent(ctx)  # the orchestrator's context keeps the total
             await asyncio.to_thread(self.folder.update_metadata, limits=self.limits.to_json())
         if runner.session.is_final or final:
