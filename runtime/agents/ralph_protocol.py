@@ -11,7 +11,7 @@ SteerKind = Literal["invalidated", "additive", "scope"]
 # The top-level key every answer of a role carries (a dispatcher's requiredField).
 REQUIRED_FIELD: dict[str, str] = {
     "planner": "tasks", "executor": "status", "reviewer": "verdict",
-    "questioner": "questions", "librarian": "mode",
+    "questioner": "questions", "librarian": "mode", "merger": "status",
 }
 
 

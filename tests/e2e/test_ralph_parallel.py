@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from interlock.runtime.ralph.folder import RalphFolder
 from interlock.runtime.ralph.worktrees import Worktrees
 
 from support.proc_helpers import cli_argv
+from support.ralph_e2e import finish, meta, session, start, wait_until
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -73,3 +75,115 @@ def test_clean_outside_a_git_repository_says_so(tmp_path: Path) -> None:
     done = cli(tmp_path, "ralph", "clean", "s")
     assert done.returncode == 1 and "is not a git repository" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# -- whole sessions -----------------------------------------------------------------------
+
+EDIT_SHARED = """\
+prompt=$(cat)
+task=$(printf '%s\\n' "$prompt" | sed -n 's/^Task: \\([^ ]*\\).*/\\1/p' | head -1)
+workdir=$(printf '%s\\n' "$prompt" | sed -n 's/^Workdir: //p' | head -1)
+printf 'first line\\nchanged by %s\\nlast line\\n' "$task" > "$workdir/shared.txt"
+printf 'status: done\\nreport: %s edited shared.txt\\n' "$task"
+"""
+
+
+def _session(root: Path, request: str, agents: str = "", ralph: str = "") -> None:
+    """A git repository with interlock.yaml (``agents`` lines for roles; the rest demo)
+    and Ralph session ``s``."""
+    _repo(root)
+    (root / "shared.txt").write_text("first line\nsecond line\nlast line\n")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=Me", "-c", "user.email=me@example.com", "commit", "-q", "-m",
+        "shared")
+    named = {line.split(":", 1)[0].strip() for line in agents.splitlines() if line}
+    lines = [*(line for line in agents.splitlines() if line),
+             *(f"{role}: {{cli: demo}}" for role in
+               ("planner", "executor", "reviewer", "questioner", "librarian", "merger")
+               if role not in named)]
+    (root / "interlock.yaml").write_text(
+        f"ralph:\n  knowledge_approval_timeout: 100ms\n  {ralph}\nagents:\n"
+        + "".join(f"  {line}\n" for line in lines))
+    assert cli(root, "ralph", "init", "--id", "s", "--request", request).returncode == 0
+
+
+def _branches(root: Path) -> list[str]:
+    return git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/").split()
+
+
+def _executor_spans(root: Path) -> list[tuple[float, float]]:
+    from interlock.runtime.store import open_store
+
+    store = open_store(None, root)
+    try:
+        return [(r.started_at, r.ended_at or r.started_at)
+                for r in store.invocations("s") if r.invoke == "executors"]
+    finally:
+        store.close()
+
+
+def test_a_parallel_batch_runs_at_once_and_every_task_reaches_the_integration_branch(
+        tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    _session(root, "parse; lex; emit; test", agents="executor: {cli: demo, delay: 300ms}")
+    done = cli(root, "ralph", "run", "s", "--parallel", "4")
+    assert done.returncode == 0, done.stderr
+    assert "Ralph session s completed" in done.stderr
+    spans = _executor_spans(root)
+    assert len(spans) == 4
+    assert max(start for start, _ in spans) < min(end for _, end in spans)  # all at once
+    for task in ("T1", "T2", "T3", "T4"):
+        assert git(root, "show", f"ralph/s:{task}.md").startswith(f"# {task}:")
+        assert not (root / f"{task}.md").exists()  # the user's branch is untouched
+    assert git(root, "branch", "--show-current") == "main"
+    assert git(root, "worktree", "list").count("\n") == 0  # merged worktrees removed
+    assert _branches(root) == ["ralph/s"]
+    status = json.loads(cli(root, "ralph", "status", "s", "--json").stdout)
+    assert [t["marker"] for t in status["tasks"]] == ["x", "x", "x", "x"]
+    assert status["integration"] == "ralph/s" and status["worktrees"] == []
+    prompts = (root / ".ralph-sessions/s/iterations/1/invocations")
+    reviews = sorted(p.read_text() for p in prompts.glob("*-reviewer.md"))
+    assert all("The task's own changes" in text for text in reviews)  # its own diff
+
+
+def test_two_tasks_editing_the_same_lines_are_merged_by_the_merger(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.parent.mkdir(exist_ok=True)
+    (tmp_path / "edit.sh").write_text(EDIT_SHARED)
+    _session(root, "first edit; second edit",
+             agents=f"executor: {{cli: command, command: [bash, {tmp_path / 'edit.sh'}]}}")
+    done = cli(root, "ralph", "run", "s", "--parallel", "2")
+    assert done.returncode == 0, done.stderr
+    merged = git(root, "show", "ralph/s:shared.txt")
+    assert "changed by T1" in merged and "changed by T2" in merged
+    assert "<<<<<<<" not in merged
+    assert list((root / ".ralph-sessions/s/iterations/1/invocations").glob("*-merger.md"))
+    assert _branches(root) == ["ralph/s"]
+
+
+def test_a_conflict_the_merger_cannot_resolve_fails_the_task_and_asks_the_human(
+        tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.parent.mkdir(exist_ok=True)
+    (tmp_path / "edit.sh").write_text(EDIT_SHARED)
+    (tmp_path / "giveup.sh").write_text(
+        "cat > /dev/null\nprintf 'status: blocked\\nreport: cannot\\nblockers: [both]\\n'\n")
+    _session(root, "first edit; second edit",
+             agents=f"executor: {{cli: command, command: [bash, {tmp_path / 'edit.sh'}]}}\n"
+                    f"merger: {{cli: command, command: [bash, {tmp_path / 'giveup.sh'}]}}",
+             )
+    proc = start(root, "ralph", "run", "s", "--parallel", "2")
+    questions = session(root) / "iterations/2/questions.md"
+    wait_until(lambda: "waiting_for" in meta(root), proc=proc, what="the human's answers")
+    assert "T2: merge conflict: shared.txt" in questions.read_text()  # the question asked
+    progress = (root / ".ralph-sessions/s/iterations/1/progress.md").read_text()
+    assert "[F] T2: second edit — merge conflict: shared.txt" in progress
+    status = json.loads(cli(root, "ralph", "status", "s", "--json").stdout)
+    assert status["status"] != "completed" and proc.poll() is None
+    trees = {t["task"]: t for t in status["worktrees"]}
+    assert trees["T2"]["state"] == "conflicted" and trees["T2"]["conflicts"] == ["shared.txt"]
+    assert git(root, "show", "ralph/s-T2:shared.txt").count("changed by T2") == 1  # kept
+    assert "changed by T2" not in git(root, "show", "ralph/s:shared.txt")
+    proc.send_signal(signal.SIGINT)
+    code, _ = finish(proc)
+    assert code == 130
