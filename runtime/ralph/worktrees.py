@@ -258,7 +258,11 @@ class Worktrees:
     # -- listing and cleaning ---------------------------------------------------------------
 
     def is_merged(self, task: str) -> bool:
-        """The task's branch is contained in the integration branch (or is gone)."""
+        """The task's branch is contained in the integration branch (or is gone), and its
+        worktree holds nothing uncommitted."""
+        path = self.path_of(task)
+        if path.exists() and run_git(path, "status", "--porcelain", check=False).stdout.strip():
+            return False  # work left in the worktree, committed nowhere
         if self.head(self.branch_of(task)) is None:
             return True
         return run_git(self.root, "merge-base", "--is-ancestor", self.branch_of(task),

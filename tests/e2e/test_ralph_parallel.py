@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -12,7 +13,15 @@ from interlock.runtime.ralph.folder import RalphFolder
 from interlock.runtime.ralph.worktrees import Worktrees
 
 from support.proc_helpers import cli_argv
-from support.ralph_e2e import finish, meta, session, start, wait_until
+from support.ralph_e2e import (
+    finish,
+    kill_leftovers,
+    meta,
+    processes_in,
+    session,
+    start,
+    wait_until,
+)
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -187,3 +196,108 @@ def test_a_conflict_the_merger_cannot_resolve_fails_the_task_and_asks_the_human(
     proc.send_signal(signal.SIGINT)
     code, _ = finish(proc)
     assert code == 130
+
+
+# -- signals and crashes while a parallel batch runs -----------------------------------------
+
+WORKING = "executor: {cli: demo, delay: 400ms}"  # an answer of 9 lines: about 3 s
+
+
+def _all_working(root: Path, tasks: tuple[str, ...]) -> bool:
+    """Every task in progress and as many Executor agents running."""
+    text = (session(root) / "iterations/1/progress.md")
+    if not text.exists() or any(f"[/] {t}" not in text.read_text() for t in tasks):
+        return False
+    agents = 0
+    for pid in processes_in(root):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            agents += argv[1:3] == [b"-m", b"interlock.runtime.agents.role_agent"] \
+                and b"executor" in argv  # the agent itself, not the shell that waits for it
+    return agents == len(tasks)
+
+
+def _records(root: Path) -> dict[str, str]:
+    """Each Executor invocation record by its task."""
+    found = {}
+    for path in sorted((session(root) / "iterations/1/invocations").glob("*-executor.md")):
+        text = path.read_text()
+        task = text.split(" on ", 1)[1].split("\n", 1)[0].strip()
+        found[task] = text
+    return found
+
+
+def test_a_steer_reaches_every_running_executor_once_and_a_task_signal_only_its_own(
+        tmp_path: Path) -> None:
+    from interlock import runtime
+
+    root = tmp_path / "project"
+    _session(root, "one; two; three", agents=WORKING)
+    proc = start(root, "ralph", "run", "s", "--parallel", "3")
+    wait_until(lambda: _all_working(root, ("T1", "T2", "T3")), proc=proc,
+               what="three Executors at work")
+    runtime.post_signal("s", "STEER", "prefer small functions", target="Ralph-Executor",
+                        root=root)
+    runtime.post_signal("s", "INFO", "only for T2", target="Ralph-Executor", task="T2",
+                        root=root)
+    code, err = finish(proc)
+    assert code == 0, err
+    records = _records(root)
+    assert sorted(records) == ["T1", "T2", "T3"]
+    for task, record in records.items():
+        assert record.count("STEER: prefer small functions") == 1, task  # once each
+        assert ("INFO: only for T2" in record) == (task == "T2"), task
+    steer = next(s for s in _processed(root) if s["type"] == "STEER")
+    assert steer["handling_metadata"]["handled_by"] == "Ralph-Executor"
+    assert "(each of 3: T1, T2, T3)" in steer["handling_metadata"]["action_taken"]
+
+
+def test_abort_stops_every_executor_and_keeps_their_worktrees_for_clean(
+        tmp_path: Path) -> None:
+    from interlock import runtime
+
+    root = tmp_path / "project"
+    _session(root, "one; two; three", agents=WORKING)
+    proc = start(root, "ralph", "run", "s", "--parallel", "3")
+    wait_until(lambda: _all_working(root, ("T1", "T2", "T3")), proc=proc,
+               what="three Executors at work")
+    runtime.post_signal("s", "ABORT", "stop now", root=root)
+    code, err = finish(proc)
+    assert code == 1, err
+    assert processes_in(root) == []  # every Executor's process group stopped
+    progress = (session(root) / "iterations/1/progress.md").read_text()
+    for line in ("T1: one", "T2: two", "T3: three"):
+        assert f"[F] {line} — Aborted by signal" in progress
+    shown = cli(root, "ralph", "status", "s").stdout
+    for task in ("T1", "T2", "T3"):
+        assert f"worktree {task}: " in shown  # kept (no revert) and listed
+    cleaned = cli(root, "ralph", "clean", "s", "--force")  # aborted work is not merged
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert git(root, "worktree", "list").count("\n") == 0
+    assert _branches(root) == ["ralph/s"]
+
+
+def test_a_runner_killed_mid_batch_is_resumed_with_each_task_done_once(
+        tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    _session(root, "one; two; three", agents=WORKING)
+    proc = start(root, "ralph", "run", "s", "--parallel", "3")
+    wait_until(lambda: _all_working(root, ("T1", "T2", "T3")), proc=proc,
+               what="three Executors at work")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    again = cli(root, "ralph", "run", "s", "--parallel", "3")
+    assert again.returncode == 0, again.stderr
+    assert sorted(_records(root)) == ["T1", "T2", "T3"]  # one Executor invocation each
+    for task in ("T1", "T2", "T3"):
+        assert git(root, "show", f"ralph/s:{task}.md").startswith(f"# {task}:")
+    assert git(root, "worktree", "list").count("\n") == 0
+    assert _branches(root) == ["ralph/s"]
+    kill_leftovers(root)
+
+
+def _processed(root: Path) -> list[dict[str, object]]:
+    import yaml
+
+    folder = session(root) / "signals/processed"
+    return [yaml.safe_load(p.read_text()) for p in sorted(folder.glob("signal.*.yaml"))]

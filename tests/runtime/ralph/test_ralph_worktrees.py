@@ -92,6 +92,9 @@ def test_a_conflict_is_left_for_the_merger_and_concluded_when_resolved(repo: Pat
 
 def test_unmerged_work_is_kept_unless_forced(repo: Path) -> None:
     trees = Worktrees(repo, "s1")
+    (trees.fork("T0") / "draft.txt").write_text("not committed\n")
+    assert trees.clean() == [] and trees.is_merged("T0") is False  # uncommitted work
+    trees.remove("T0", force=True)
     (trees.fork("T1") / "a.txt").write_text("kept\n")
     trees.commit_leftovers("T1", "T1: work")
     assert trees.clean() == []
