@@ -161,6 +161,7 @@ class InvokeIR:
     on_resume: OnResume
     mark: Mark
     continue_: str | None = None
+    cwd: str | None = None
     each: str | tuple[Any, ...] | None = None
     concurrency: int | str | None = None
     marks: Mapping[str, Mark] = field(default_factory=dict, compare=False)
@@ -358,7 +359,7 @@ def _invoke(sid: str, spec: InvokeSpec | None) -> InvokeIR | None:
         return None
     marks = {name: spec.mark_of(name)
              for name in ("id", "agent", "command", "machine", "prompt", "prompt_file", "input",
-                          "timeout", "on_resume", "continue_", "each", "concurrency")}
+                          "timeout", "on_resume", "continue_", "cwd", "each", "concurrency")}
     marks.update({f"input.{key}": spec.key_mark_of("input", key) for key in spec.input})
     return InvokeIR(
         id=spec.id or sid,
@@ -373,6 +374,7 @@ def _invoke(sid: str, spec: InvokeSpec | None) -> InvokeIR | None:
         on_resume=OnResume(spec.on_resume),
         mark=spec.mark,
         continue_=spec.continue_,
+        cwd=spec.cwd,
         each=tuple(spec.each) if isinstance(spec.each, list) else spec.each,
         concurrency=spec.concurrency,
         marks=MappingProxyType(marks),

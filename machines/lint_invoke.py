@@ -4,7 +4,8 @@ Checks read the IR like :mod:`.lint` (which runs them and owns the code table):
 
 =====  ==========================================================================
 M216   not exactly one of ``agent``, ``command`` and ``machine``, or an empty ``command``
-M217   both ``prompt`` and ``prompt_file``, ``continue`` without ``agent``, or either prompt
+M217   both ``prompt`` and ``prompt_file``, ``continue`` without ``agent``, ``cwd`` on a
+       ``machine``, or either prompt
        key with ``machine`` (a child machine takes ``input``, not a prompt)
 M218   ``prompt_file`` missing or unreadable (relative to the spec file's folder;
        not checked for a spec loaded from text)
@@ -125,6 +126,11 @@ def _check_runs(invoke: InvokeIR) -> Iterator[Diagnostic]:
                     invoke.mark_of("continue_"),
                     "`continue:` goes on with an agent CLI's own conversation; a command or "
                     "a child machine has none: remove it")
+    if invoke.cwd is not None and invoke.machine is not None:
+        yield error("M217", f"{where} has `cwd:`, which only an `agent:` or a `command:` "
+                    "takes", invoke.mark_of("cwd"),
+                    "a child machine runs in its parent's runner: give the folder to it "
+                    "in `input:` and to its own invokes as their `cwd:`")
     if invoke.machine is not None:
         for name in ("prompt", "prompt_file"):
             if getattr(invoke, name) is not None:
@@ -259,6 +265,9 @@ def _check_templated_names(invoke: InvokeIR) -> Iterator[Diagnostic]:
     if invoke.continue_ is not None:
         yield from _syntax(invoke.continue_, invoke.mark_of("continue_"),
                            f"`continue:` of the invoke of state {invoke.state!r}")
+    if invoke.cwd is not None:
+        yield from _syntax(invoke.cwd, invoke.mark_of("cwd"),
+                           f"`cwd:` of the invoke of state {invoke.state!r}")
 
 
 def _check_input(invoke: InvokeIR) -> Iterator[Diagnostic]:
@@ -364,6 +373,8 @@ def _each_templates(invoke: InvokeIR) -> Iterator[tuple[str, Mark, str]]:
         yield invoke.agent, invoke.mark_of("agent"), f"the agent name {where}"
     if invoke.continue_ is not None:
         yield invoke.continue_, invoke.mark_of("continue_"), f"`continue:` {where}"
+    if invoke.cwd is not None:
+        yield invoke.cwd, invoke.mark_of("cwd"), f"`cwd:` {where}"
 
 
 def _check_each_names(invoke: InvokeIR) -> Iterator[Diagnostic]:

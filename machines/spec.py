@@ -142,6 +142,12 @@ class InvokeSpec(Node):
         "machine's context); strings in them are Jinja2 templates rendered from `context`, "
         "and a string that is one `{{ expression }}` alone gives the expression's value "
         "(a list, a mapping, a number) as it is.")
+    cwd: str | None = Field(
+        default=None,
+        description="For an agent or a command: the folder it runs in, a Jinja2 template "
+        "over `context` (a task's git worktree, say); an empty result or no `cwd` runs it "
+        "where the agent's own settings say (its `cwd:` in interlock.yaml), else in the "
+        "runner's folder.")
     continue_: str | None = Field(
         default=None, alias="continue",
         description="For an agent: a Jinja2 template over `context`; when it renders "

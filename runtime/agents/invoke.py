@@ -43,6 +43,7 @@ from interlock.runtime.engine.invoke_handler import (
     InvokeHost,
     InvokeKind,
     Item,
+    invoke_cwd,
     templated,
 )
 
@@ -92,6 +93,9 @@ class AgentHandler(ProcessHandler):
                        else None)
             if session is not None:
                 launch = resolved.resume(session, text) or launch
+        folder = invoke_cwd(invoke, context, item)
+        if folder:  # the invoke's own folder (a task's worktree) over the agent's cwd:
+            launch = dataclasses.replace(launch, cwd=folder)
         return ProcessCommand(launch_command(launch, name=invoke.id), resolved.read,
                               resolved.config)
 

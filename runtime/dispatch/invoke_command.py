@@ -9,12 +9,14 @@ adopted like an agent's (:class:`~interlock.runtime.dispatch.invoke_process.Proc
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from interlock.machines.ir import InvokeIR
 from interlock.runtime.dispatch.invoke_process import ProcessCommand, ProcessHandler
+from interlock.runtime.dispatch.process import SpawnOptions
 from interlock.runtime.dispatch.types import AgentCommand
-from interlock.runtime.engine.invoke_handler import Item, templated
+from interlock.runtime.engine.invoke_handler import Item, invoke_cwd, templated
 
 
 class CommandHandler(ProcessHandler):
@@ -26,4 +28,6 @@ class CommandHandler(ProcessHandler):
         assert invoke.command is not None
         argv = tuple(templated(word, context, f"invoke {invoke.id!r} command", item)
                      for word in invoke.command)
-        return ProcessCommand(AgentCommand(argv, prompt, invoke.id))
+        folder = invoke_cwd(invoke, context, item)
+        options = SpawnOptions(cwd=Path(folder)) if folder else SpawnOptions()
+        return ProcessCommand(AgentCommand(argv, prompt, invoke.id, options))

@@ -171,6 +171,16 @@ def missing_handlers(ir_invokes: Sequence[InvokeIR], handlers: Collection[str]) 
                    if (kind := kind_of(invoke)) != "machine" and kind not in handlers})
 
 
+def invoke_cwd(invoke: InvokeIR, context: Mapping[str, Any],
+               item: Item | None = None) -> str | None:
+    """The folder an agent or command invoke runs in (its ``cwd:`` rendered), or None
+    (absent, or rendered empty: the agent's own settings, else the runner's folder)."""
+    if invoke.cwd is None:
+        return None
+    folder = templated(invoke.cwd, context, f"invoke {invoke.id!r} cwd", item).strip()
+    return folder or None
+
+
 def templated(text: str, context: Mapping[str, Any], what: str,
               item: Item | None = None) -> str:
     """An agent name or an argv item: a Jinja2 template over ``context`` (and a fan-out

@@ -93,7 +93,7 @@ prompt=$(cat)
 task=$(printf '%s\\n' "$prompt" | sed -n 's/^Task: \\([^ ]*\\).*/\\1/p' | head -1)
 workdir=$(printf '%s\\n' "$prompt" | sed -n 's/^Workdir: //p' | head -1)
 printf 'first line\\nchanged by %s\\nlast line\\n' "$task" > "$workdir/shared.txt"
-printf 'status: done\\nreport: %s edited shared.txt\\n' "$task"
+printf 'status: done\\nreport: %s edited shared.txt in %s\\n' "$task" "$PWD"
 """
 
 
@@ -167,6 +167,8 @@ def test_two_tasks_editing_the_same_lines_are_merged_by_the_merger(tmp_path: Pat
     assert "changed by T1" in merged and "changed by T2" in merged
     assert "<<<<<<<" not in merged
     assert list((root / ".ralph-sessions/s/iterations/1/invocations").glob("*-merger.md"))
+    report = (root / ".ralph-sessions/s/iterations/1/tasks/T1.md").read_text()
+    assert "in " + str(root / ".ralph-sessions/worktrees/s-T1") in report  # its cwd
     assert _branches(root) == ["ralph/s"]
 
 
