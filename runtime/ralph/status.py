@@ -115,6 +115,8 @@ class RalphStatus(_Model):
     elapsed: float | None = None  # seconds since the session started
     stop: StopInfo | None = None
     inbox: InboxLine | None = None  # None: no inbox message reached the session
+    workers: tuple[RunningAgent, ...] = ()  # a parallel batch's Executors running now
+    merge_queue: tuple[str, ...] = ()  # approved tasks waiting to merge, the one merging first
     integration: str | None = None  # the branch parallel batches merge into (ralph/<ID>)
     worktrees: tuple[WorktreeLine, ...] = ()  # the tasks' worktrees not yet removed
     paused_for: str | None = None  # why it pauses when an agent failed (the CLI's words)
@@ -167,6 +169,9 @@ def build_status(folder: RalphFolder, engine: Mapping[str, Any] | None,
         "role": IDENTITIES.get(invocation.role, invocation.role),
         "task": invocation.task.id if invocation.task is not None else None,
         **(running_agent(store, folder.id, at) if store is not None else {})}
+    workers = running_workers(store, folder.id, at) if store is not None and context.workers \
+        else ()
+    merging = [context.merging.task] if context.merging is not None else []
     engine_context = (engine or {}).get("context") or {}
     return RalphStatus.model_validate({
         "session_id": folder.id, "state": state, "status": status, "iteration": n,
@@ -179,7 +184,8 @@ def build_status(folder: RalphFolder, engine: Mapping[str, Any] | None,
         "spend": context.spend if engine is not None else Spend(),
         "elapsed": _elapsed(meta, status, at), "stop": stop,
         "inbox": (engine or {}).get("inbox"), "paused_for": meta.get("paused_for"),
-        "integration": meta.get("integration"),
+        "integration": meta.get("integration"), "workers": workers,
+        "merge_queue": [*merging, *context.merge_queue],
         "worktrees": [{"task": task, **(line if isinstance(line, dict) else {})}
                       for task, line in (meta.get("worktrees") or {}).items()],
         "id": folder.id, "folder": str(folder.path), "stop_reason": meta.get("stop_reason"),
@@ -190,6 +196,37 @@ def build_status(folder: RalphFolder, engine: Mapping[str, Any] | None,
         "questions": context.questions if meta.get("waiting_for") else [],
         "engine": dict(engine) if engine is not None else None,
     })
+
+
+def running_workers(store: Store, session_id: str, now: float) -> tuple[RunningAgent, ...]:
+    """Each Executor of the parallel batch running now: its task, seconds since it
+    started, its last lines (the subagent sessions the fan-out started and their agents);
+    () when the store cannot say."""
+    try:
+        children = [(child_session_id(session_id, r.spool), r.started_at)
+                    for r in store.invocations(session_id, in_flight=True)
+                    if is_machine(r) and r.invoke == "executors"]
+        found = []
+        for child, started in children:
+            context = SubagentContext.model_validate(store.get(child).snapshot["context"])
+            agents = [r for r in store.invocations(child, in_flight=True) if not is_machine(r)]
+            found.append(RunningAgent(
+                role=IDENTITIES["executor"],
+                task=context.task.id if context.task is not None else None,
+                elapsed=max(0.0, now - started), attempt=context.attempts + 1,
+                last_lines=_last_lines(agents[-1].spool) if agents else ()))
+    except Exception:  # nothing is running, or the store is busy: nothing to show
+        return ()
+    return tuple(found)
+
+
+def _last_lines(spool: str) -> tuple[str, ...]:
+    try:
+        data = (Path(spool) / "stdout").read_bytes()[-8192:]
+    except OSError:
+        return ()
+    lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return tuple(lines[-LAST_LINES:])
 
 
 def running_agent(store: Store, session_id: str, now: float) -> dict[str, Any]:
@@ -208,13 +245,8 @@ def running_agent(store: Store, session_id: str, now: float) -> dict[str, Any]:
     if not agents:
         return {}
     agent = agents[-1]
-    try:
-        data = (Path(agent.spool) / "stdout").read_bytes()[-8192:]
-    except OSError:
-        data = b""
-    lines = [ln for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
     return {"elapsed": max(0.0, now - agent.started_at),
-            "attempt": tries[-1] if tries else 1, "last_lines": lines[-LAST_LINES:]}
+            "attempt": tries[-1] if tries else 1, "last_lines": _last_lines(agent.spool)}
 
 
 def _elapsed(meta: Mapping[str, Any], status: str, now: float) -> float | None:

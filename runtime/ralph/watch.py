@@ -107,6 +107,17 @@ def _agent(agent: RunningAgent) -> RenderableType:
     return Panel(Group(head, *lines), title="running agent", title_align="left")
 
 
+def _workers(workers: tuple[RunningAgent, ...]) -> RenderableType:
+    """One line per Executor of a parallel batch: its task, elapsed, its last line."""
+    table = Table(show_header=False, box=None, padding=(0, 1))
+    for worker in workers:
+        last = worker.last_lines[-1] if worker.last_lines else ""
+        table.add_row(Text(worker.task or "?", style="bold"),
+                      Text(format_duration(round(worker.elapsed))),
+                      Text(last, style="dim", no_wrap=True, overflow="ellipsis"))
+    return Panel(table, title=f"running Executors ({len(workers)})", title_align="left")
+
+
 def _signals(signals: tuple[SignalLine, ...]) -> RenderableType:
     table = Table(title="recent signals", title_justify="left", show_header=False, box=None,
                   padding=(0, 1))
@@ -121,8 +132,14 @@ def render(status: RalphStatus) -> RenderableType:
     parts: list[RenderableType] = [_header(status)]
     if status.tasks:
         parts.append(_tasks(status))
-    if status.agent is not None:
+    if status.workers:
+        parts.append(_workers(status.workers))
+    elif status.agent is not None:
         parts.append(_agent(status.agent))
+    if status.merge_queue:
+        parts.append(Text.assemble(("merge queue: ", "bold"), " ".join(status.merge_queue),
+                                   (f"  into {status.integration}" if status.integration
+                                    else "", "dim")))
     if status.signals:
         parts.append(_signals(status.signals))
     return Panel(Group(*parts), title=f"ralph {status.session_id}", title_align="left")

@@ -15,9 +15,7 @@ from interlock.runtime.ralph.worktrees import Worktrees
 from support.proc_helpers import cli_argv
 from support.ralph_e2e import (
     finish,
-    kill_leftovers,
     meta,
-    processes_in,
     session,
     start,
     wait_until,
@@ -202,21 +200,38 @@ def test_a_conflict_the_merger_cannot_resolve_fails_the_task_and_asks_the_human(
 
 # -- signals and crashes while a parallel batch runs -----------------------------------------
 
-WORKING = "executor: {cli: demo, delay: 400ms}"  # an answer of 9 lines: about 3 s
+HELD = """\
+prompt=$(cat)
+task=$(printf '%s\\n' "$prompt" | sed -n 's/^Task: \\([^ ]*\\).*/\\1/p' | head -1)
+touch "{marks}/running-$task"
+while [ ! -f "{marks}/go" ]; do sleep 0.05; done
+printf 'status: done\\nreport: %s done\\n' "$task"
+"""
 
 
-def _all_working(root: Path, tasks: tuple[str, ...]) -> bool:
-    """Every task in progress and as many Executor agents running."""
-    text = (session(root) / "iterations/1/progress.md")
-    if not text.exists() or any(f"[/] {t}" not in text.read_text() for t in tasks):
-        return False
-    agents = 0
-    for pid in processes_in(root):
+def _held(tmp_path: Path, root: Path, request: str) -> None:
+    """A session whose Executors each wait, once at work, for ``tmp_path/go``."""
+    (tmp_path / "held.sh").write_text(HELD.format(marks=tmp_path))
+    _session(root, request,
+             agents=f"executor: {{cli: command, command: [bash, {tmp_path / 'held.sh'}]}}")
+
+
+def _at_work(tmp_path: Path, tasks: tuple[str, ...]) -> bool:
+    return all((tmp_path / f"running-{task}").exists() for task in tasks)
+
+
+def _agents_under(root: Path) -> list[int]:
+    """Live processes working in ``root`` or a folder under it (a task's worktree)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         with contextlib.suppress(OSError):
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            agents += argv[1:3] == [b"-m", b"interlock.runtime.agents.role_agent"] \
-                and b"executor" in argv  # the agent itself, not the shell that waits for it
-    return agents == len(tasks)
+            cwd = (entry / "cwd").readlink()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            if (cwd == root or root in cwd.parents) and state != "Z":
+                found.append(int(entry.name))
+    return found
 
 
 def _records(root: Path) -> dict[str, str]:
@@ -234,14 +249,18 @@ def test_a_steer_reaches_every_running_executor_once_and_a_task_signal_only_its_
     from interlock import runtime
 
     root = tmp_path / "project"
-    _session(root, "one; two; three", agents=WORKING)
+    _held(tmp_path, root, "one; two; three")
     proc = start(root, "ralph", "run", "s", "--parallel", "3")
-    wait_until(lambda: _all_working(root, ("T1", "T2", "T3")), proc=proc,
+    wait_until(lambda: _at_work(tmp_path, ("T1", "T2", "T3")), proc=proc,
                what="three Executors at work")
-    runtime.post_signal("s", "STEER", "prefer small functions", target="Ralph-Executor",
-                        root=root)
+    shown = json.loads(cli(root, "ralph", "status", "s", "--json").stdout)
+    assert sorted(w["task"] for w in shown["workers"]) == ["T1", "T2", "T3"]  # watch's lines
     runtime.post_signal("s", "INFO", "only for T2", target="Ralph-Executor", task="T2",
                         root=root)
+    runtime.post_signal("s", "STEER", "prefer small functions", target="Ralph-Executor",
+                        root=root)
+    wait_until(lambda: len(_processed(root)) == 2, proc=proc, what="both signals taken")
+    (tmp_path / "go").touch()
     code, err = finish(proc)
     assert code == 0, err
     records = _records(root)
@@ -259,14 +278,15 @@ def test_abort_stops_every_executor_and_keeps_their_worktrees_for_clean(
     from interlock import runtime
 
     root = tmp_path / "project"
-    _session(root, "one; two; three", agents=WORKING)
+    _held(tmp_path, root, "one; two; three")
     proc = start(root, "ralph", "run", "s", "--parallel", "3")
-    wait_until(lambda: _all_working(root, ("T1", "T2", "T3")), proc=proc,
+    wait_until(lambda: _at_work(tmp_path, ("T1", "T2", "T3")), proc=proc,
                what="three Executors at work")
+    assert len(_agents_under(root / ".ralph-sessions/worktrees")) >= 3  # in their worktrees
     runtime.post_signal("s", "ABORT", "stop now", root=root)
     code, err = finish(proc)
     assert code == 1, err
-    assert processes_in(root) == []  # every Executor's process group stopped
+    assert _agents_under(root) == []  # every Executor's process group stopped
     progress = (session(root) / "iterations/1/progress.md").read_text()
     for line in ("T1: one", "T2: two", "T3: three"):
         assert f"[F] {line} — Aborted by signal" in progress
@@ -282,20 +302,22 @@ def test_abort_stops_every_executor_and_keeps_their_worktrees_for_clean(
 def test_a_runner_killed_mid_batch_is_resumed_with_each_task_done_once(
         tmp_path: Path) -> None:
     root = tmp_path / "project"
-    _session(root, "one; two; three", agents=WORKING)
+    _held(tmp_path, root, "one; two; three")
     proc = start(root, "ralph", "run", "s", "--parallel", "3")
-    wait_until(lambda: _all_working(root, ("T1", "T2", "T3")), proc=proc,
+    wait_until(lambda: _at_work(tmp_path, ("T1", "T2", "T3")), proc=proc,
                what="three Executors at work")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    again = cli(root, "ralph", "run", "s", "--parallel", "3")
-    assert again.returncode == 0, again.stderr
+    again = start(root, "ralph", "run", "s", "--parallel", "3")
+    wait_until(lambda: "adopted" in cli(root, "log", "s.0002-executors").stdout, proc=again,
+               what="the new runner adopting the Executors")
+    (tmp_path / "go").touch()
+    code, err = finish(again)
+    assert code == 0, err
     assert sorted(_records(root)) == ["T1", "T2", "T3"]  # one Executor invocation each
-    for task in ("T1", "T2", "T3"):
-        assert git(root, "show", f"ralph/s:{task}.md").startswith(f"# {task}:")
     assert git(root, "worktree", "list").count("\n") == 0
     assert _branches(root) == ["ralph/s"]
-    kill_leftovers(root)
+    assert _agents_under(root) == []
 
 
 def _processed(root: Path) -> list[dict[str, object]]:

@@ -57,6 +57,19 @@ def test_render_shows_everything() -> None:
     assert max(len(line) for line in text.splitlines()) <= 90
 
 
+def test_render_a_parallel_batch_one_line_per_executor_and_the_merge_queue() -> None:
+    status = RalphStatus.model_validate({
+        **RUNNING, "integration": "ralph/260208-143000", "merge_queue": ["task-1", "task-3"],
+        "workers": [{"role": "Ralph-Executor", "task": "task-2", "elapsed": 61,
+                     "last_lines": ["a", "writing parser.py"]},
+                    {"role": "Ralph-Executor", "task": "task-4", "elapsed": 5}]})
+    flat = _words(render_text(status, width=90))
+    for expected in ("running Executors (2)", "task-2 1m1s writing parser.py", "task-4 5s",
+                     "merge queue: task-1 task-3 into ralph/260208-143000"):
+        assert expected in flat, (expected, flat)
+    assert "executor on task-2 1m23s" not in flat  # the workers replace the single agent
+
+
 def test_render_a_stopped_session() -> None:
     status = RalphStatus.model_validate({
         "session_id": "s1", "state": "COMPLETE", "status": "stopped", "iteration": 3,
