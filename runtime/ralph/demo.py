@@ -1,17 +1,20 @@
-"""The main job, offline: two Ralph sessions with the demo agents and scripted signals.
+"""The main job, offline: three Ralph sessions with the demo agents and scripted signals.
 
 Session 1 plans four tasks (two batches). During batch 1 a ``STEER scope: ...`` makes the
 Executor block its task, which leads to REPLANNING and iteration 2; an INFO given at the
 same time shows in every later prompt; in iteration 2 a PAUSE stops the session, which
 is resumed with a message; at KNOWLEDGE_APPROVAL an APPROVE promotes the staged knowledge
-to ``.docs/``. Session 2 is ended by ABORT while its Executor runs. Everything happens in
-a fresh folder, and the demo prints a timeline and the orchestrator diagram with the path
-each session took.
+to ``.docs/``. Session 2 is ended by ABORT while its Executor runs. Session 3, in a git
+repository of its own, runs a batch of two tasks at once (``parallel: 2``), each in its
+git worktree, and merges both into its integration branch ``ralph/demo-3``. Everything
+happens in a fresh folder, and the demo prints a timeline and the orchestrator diagram
+with the path each session took.
 """
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -43,6 +46,7 @@ ralph:
 """
 REQUEST_1 = "parse the input; validate the records\nwrite the report; publish the summary"
 REQUEST_2 = "migrate the database; update the docs"
+REQUEST_3 = "write the lexer; write the parser"
 
 
 class Timeline:
@@ -118,6 +122,31 @@ async def _session_two(root: Path, note: Timeline) -> RalphResult:
     return await asyncio.wait_for(running, 30)
 
 
+async def _session_three(root: Path, note: Timeline) -> RalphResult:
+    """A batch of two at once, in a git repository: two worktrees, two merges."""
+    project = root / "parallel"
+    project.mkdir()
+    (project / "interlock.yaml").write_text(PROJECT.replace(
+        "  librarian: {cli: demo}\n", "  librarian: {cli: demo}\n  merger: {cli: demo}\n"),
+        encoding="utf-8")
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "the project before the session")
+    folder = RalphFolder(project, "demo-3")
+    folder.create(REQUEST_3)
+    post_signal(folder.path, "SKIP", "no knowledge to promote this time")
+    note(f"session demo-3 (parallel: 2, in the git repository {project}): {REQUEST_3}")
+    run = RalphRun(project, "demo-3", RalphConfig(parallel=2, knowledge_approval_timeout=30),
+                   on_note=note)
+    return await asyncio.wait_for(run.run(), 60)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=interlock demo", "-c",
+                           "user.email=demo@localhost", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout
+
+
 def _visited(root: Path, session_id: str) -> frozenset[str]:
     store = open_store(None, root)
     try:
@@ -133,10 +162,11 @@ def run_ralph_demo(workdir: Path, console: Console) -> bool:
     root.mkdir(parents=True)
     (root / "interlock.yaml").write_text(PROJECT, encoding="utf-8")
     root = root.resolve()
-    console.print(f"[bold]Ralph[/]: two offline sessions in {root}\n")
+    console.print(f"[bold]Ralph[/]: three offline sessions in {root}\n")
     note = Timeline(console)
     first = asyncio.run(_session_one(root, note))
     second = asyncio.run(_session_two(root, note))
+    third = asyncio.run(_session_three(root, note))
     ir = build_ir(load(spec_path()))
     for ident in ("demo-1", "demo-2"):
         text = render_mermaid(ir, _visited(root, ident))
@@ -151,6 +181,14 @@ def run_ralph_demo(workdir: Path, console: Console) -> bool:
     two = RalphFolder(root, "demo-2")
     console.print(escape((two.iteration(1) / "progress.md").read_text(encoding="utf-8")))
     console.print(f"Promoted knowledge: {sorted(p.name for p in (root / '.docs').glob('*'))}")
+    project = root / "parallel"
+    console.print(f"demo-3: {third.outcome}; both tasks ran at once and merged into "
+                  f"ralph/demo-3 (take it with: git merge ralph/demo-3):")
+    console.print(escape(_git(project, "log", "--oneline", "--graph", "ralph/demo-3")))
+    worktrees = _git(project, "worktree", "list").count("\n")
+    console.print(f"worktrees left: {worktrees - 1}; branches: "
+                  f"{_git(project, 'branch', '--list', 'ralph/*').split()}")
     console.print(f"Timeline: {root / 'timeline.txt'}; diagrams with the path taken: "
                   f"{root / 'demo-1-path.md'}, {root / 'demo-2-path.md'}")
-    return first.outcome == "completed" and second.outcome == "aborted"
+    return (first.outcome == "completed" and second.outcome == "aborted"
+            and third.outcome == "completed")

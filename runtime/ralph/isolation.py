@@ -10,18 +10,21 @@ share the project folder, knowingly: nothing is forked, committed or merged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from interlock.runtime.ralph.folder import RalphFolder
+from interlock.runtime.ralph.folder import RalphFolder, now_iso
 from interlock.runtime.ralph.worktrees import MergeResult, Worktrees
 
 
 class Isolation:
     """The worktrees of one Ralph session's parallel batches (see the module docstring)."""
 
-    def __init__(self, folder: RalphFolder, *, worktrees: bool) -> None:
+    def __init__(self, folder: RalphFolder, *, worktrees: bool,
+                 note: Callable[[str], None] | None = None) -> None:
         self.folder = folder
         self.isolated = worktrees
+        self.note = note or (lambda _text: None)
         self._trees: Worktrees | None = None
 
     @property
@@ -94,6 +97,10 @@ class Isolation:
     def _recorded(self, result: MergeResult) -> MergeResult:
         self._record(result.task, "merged" if result.merged else "merging",
                      list(result.conflicts))
+        into = self.trees.integration
+        self.note(f"{now_iso()}   merged {result.task} into {into}" if result.merged else
+                  f"{now_iso()}   {result.task} conflicts with {into} in "
+                  f"{', '.join(result.conflicts)}: for the Merger")
         return result
 
     def _record(self, task: str, state: str, conflicts: list[str] | None = None) -> None:

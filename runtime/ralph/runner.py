@@ -182,7 +182,7 @@ class RalphRun(HostPlugin):
                          self.owner, self.note)
         forked = "integration" in self.folder.metadata()  # a parallel run came before
         isolation = Isolation(self.folder, worktrees=self.config.isolation == "worktree"
-                              and (self.config.parallel > 1 or forked))
+                              and (self.config.parallel > 1 or forked), note=self.note)
         if self.config.parallel > 1:
             isolation.check()  # a folder the tasks cannot be isolated in: refused, saying how
         bindings = with_session(make_bindings(self.folder, self._over_limit,
