@@ -302,12 +302,30 @@ def make_bindings(folder: RalphFolder,
         folder.mark(s.iteration, ident, "F", str(error))
         absorb(c, s, made)
 
+    def requeue_worker(c: Call, s: State) -> None:
+        """An Executor paused before its work was done: its task runs again (in its
+        worktree) once the session is resumed."""
+        made = worker(c, s)
+        if made.task is not None:
+            s.task_queue.append(made.task.id)
+        absorb(c, s, made)
+
+    def hold_worker_pause(c: Call, s: State) -> None:
+        """An Executor took a PAUSE: the session pauses when the batch has ended (the
+        other Executors finish their step too), with the PAUSE's message for resume."""
+        s.pause_message = _output(c).held_message or s.pause_message
+        s.pause_after_batch = True
+
     def workers_done(c: Call, s: State) -> None:
         order = [w.task.id for w in s.workers if w.task is not None]
         s.review_queue.sort(key=lambda t: order.index(t) if t in order else len(order))
+        s.task_queue.sort(key=lambda t: order.index(t) if t in order else len(order))
         s.workers = []
         s.steer_messages = []
-        s.pause_message = None
+        if s.pause_after_batch:  # ORCHESTRATING's `always` pauses at the checkpoint
+            s.pause_after_batch, s.pause_pending = False, True
+        else:
+            s.pause_message = None
 
     def has_next_merge(c: Call, s: State) -> bool:
         return bool(s.merge_queue)
@@ -541,6 +559,7 @@ def make_bindings(folder: RalphFolder,
         "fork_batch": fork_batch, "record_worker": record_worker,
         "record_worker_blocker": record_worker_blocker,
         "mark_worker_failed": mark_worker_failed, "workers_done": workers_done,
+        "requeue_worker": requeue_worker, "hold_worker_pause": hold_worker_pause,
         "take_next_merge": take_next_merge, "merge_task": merge_task,
         "invoke_merger": invoke_merger, "conclude_merge": conclude_merge, "merged": merged,
         "mark_merge_failed": mark_merge_failed,

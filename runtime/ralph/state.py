@@ -240,6 +240,7 @@ class OrchestratorContext(_Context):
     workers: list[Invocation] = Field(default_factory=list)
     merge_queue: list[str] = Field(default_factory=list)
     merging: Merge | None = None
+    pause_after_batch: bool = False
 
     @property
     def spend(self) -> Spend:

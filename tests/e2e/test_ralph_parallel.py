@@ -216,8 +216,15 @@ def _held(tmp_path: Path, root: Path, request: str) -> None:
              agents=f"executor: {{cli: command, command: [bash, {tmp_path / 'held.sh'}]}}")
 
 
-def _at_work(tmp_path: Path, tasks: tuple[str, ...]) -> bool:
-    return all((tmp_path / f"running-{task}").exists() for task in tasks)
+def _three_at_work(tmp_path: Path) -> tuple[Path, subprocess.Popen[str]]:
+    """``ralph run --parallel 3`` of three held tasks, once their Executors are at work."""
+    root = tmp_path / "project"
+    _held(tmp_path, root, "one; two; three")
+    proc = start(root, "ralph", "run", "s", "--parallel", "3")
+    wait_until(lambda: all((tmp_path / f"running-{task}").exists()
+                           for task in ("T1", "T2", "T3")),
+               proc=proc, what="three Executors at work")
+    return root, proc
 
 
 def _agents_under(root: Path) -> list[int]:
@@ -248,11 +255,7 @@ def test_a_steer_reaches_every_running_executor_once_and_a_task_signal_only_its_
         tmp_path: Path) -> None:
     from interlock import runtime
 
-    root = tmp_path / "project"
-    _held(tmp_path, root, "one; two; three")
-    proc = start(root, "ralph", "run", "s", "--parallel", "3")
-    wait_until(lambda: _at_work(tmp_path, ("T1", "T2", "T3")), proc=proc,
-               what="three Executors at work")
+    root, proc = _three_at_work(tmp_path)
     shown = json.loads(cli(root, "ralph", "status", "s", "--json").stdout)
     assert sorted(w["task"] for w in shown["workers"]) == ["T1", "T2", "T3"]  # watch's lines
     runtime.post_signal("s", "INFO", "only for T2", target="Ralph-Executor", task="T2",
@@ -277,11 +280,7 @@ def test_abort_stops_every_executor_and_keeps_their_worktrees_for_clean(
         tmp_path: Path) -> None:
     from interlock import runtime
 
-    root = tmp_path / "project"
-    _held(tmp_path, root, "one; two; three")
-    proc = start(root, "ralph", "run", "s", "--parallel", "3")
-    wait_until(lambda: _at_work(tmp_path, ("T1", "T2", "T3")), proc=proc,
-               what="three Executors at work")
+    root, proc = _three_at_work(tmp_path)
     assert len(_agents_under(root / ".ralph-sessions/worktrees")) >= 3  # in their worktrees
     runtime.post_signal("s", "ABORT", "stop now", root=root)
     code, err = finish(proc)
@@ -301,11 +300,7 @@ def test_abort_stops_every_executor_and_keeps_their_worktrees_for_clean(
 
 def test_a_runner_killed_mid_batch_is_resumed_with_each_task_done_once(
         tmp_path: Path) -> None:
-    root = tmp_path / "project"
-    _held(tmp_path, root, "one; two; three")
-    proc = start(root, "ralph", "run", "s", "--parallel", "3")
-    wait_until(lambda: _at_work(tmp_path, ("T1", "T2", "T3")), proc=proc,
-               what="three Executors at work")
+    root, proc = _three_at_work(tmp_path)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     again = start(root, "ralph", "run", "s", "--parallel", "3")
@@ -325,3 +320,27 @@ def _processed(root: Path) -> list[dict[str, object]]:
 
     folder = session(root) / "signals/processed"
     return [yaml.safe_load(p.read_text()) for p in sorted(folder.glob("signal.*.yaml"))]
+
+
+def test_pause_lets_every_executor_finish_its_step_then_resume_goes_on(
+        tmp_path: Path) -> None:
+    from interlock import runtime
+
+    root, proc = _three_at_work(tmp_path)
+    runtime.post_signal("s", "PAUSE", "lunch", root=root)
+    wait_until(lambda: len(_processed(root)) == 1, proc=proc, what="the PAUSE taken")
+    assert "(each of 3: T1, T2, T3)" in \
+        _processed(root)[0]["handling_metadata"]["action_taken"]
+    (tmp_path / "go").touch()  # each Executor's call ends: its step is done
+    wait_until(lambda: meta(root).get("orchestrator", {}).get("state") == "PAUSED",
+               proc=proc, what="the session PAUSED")
+    progress = (session(root) / "iterations/1/progress.md").read_text()
+    assert all(f"[x] {task}" in progress for task in ("T1", "T2", "T3"))  # none cut short
+    assert proc.poll() is None  # a paused session waits for resume
+    resumed = cli(root, "ralph", "resume", "s", "--message", "back")
+    assert resumed.returncode == 0, resumed.stderr
+    code, err = finish(proc)
+    assert code == 0, err
+    assert _branches(root) == ["ralph/s"]
+    assert meta(root)["status"] == "completed"
+    assert len(_records(root)) == 3  # no Executor ran twice
