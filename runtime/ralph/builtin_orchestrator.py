@@ -25,11 +25,13 @@ from interlock.machines.bindings import Bindings
 from interlock.runtime.config.project_file import PROJECT_FILE
 from interlock.runtime.config.ralph import load_ralph_config
 from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, DemoDriver
+from interlock.runtime.engine.errors import SessionError
 from interlock.runtime.engine.host import SessionHost
 from interlock.runtime.engine.session import Step
 from interlock.runtime.ralph.bindings import make_bindings
 from interlock.runtime.ralph.folder import RalphFolder
 from interlock.runtime.ralph.runner import RalphRun
+from interlock.runtime.ralph.worktrees import GitError
 from interlock.runtime.store import Store
 
 DEMO_REQUEST = "write the parser; test the parser"
@@ -55,7 +57,10 @@ async def _open_host(setup: BuiltinSetup, store: Store, *,
     config = load_ralph_config(setup.root / PROJECT_FILE)
     run = RalphRun(setup.root, setup.session_id, config, store_url=setup.store_url,
                    on_note=on_note, wait=True)
-    return await run.open(store, context=context, stop=stop, on_step=on_step)
+    try:
+        return await run.open(store, context=context, stop=stop, on_step=on_step)
+    except GitError as exc:  # ralph.parallel > 1 where the tasks cannot be isolated
+        raise SessionError(str(exc)) from None
 
 
 async def _demo(driver: DemoDriver) -> None:

@@ -178,13 +178,9 @@ class RalphRun(HostPlugin):
         """The session's host: the orchestrator (created or resumed) with its bindings,
         agents and subagents, its mailbox feed and this run as plugins. ``context`` adds
         to a new session's context."""
+        isolation = self.isolation()
         feed = RalphFeed(self.folder.mailbox(), open_store(self.store_url, self.root),
                          self.owner, self.note)
-        forked = "integration" in self.folder.metadata()  # a parallel run came before
-        isolation = Isolation(self.folder, worktrees=self.config.isolation == "worktree"
-                              and (self.config.parallel > 1 or forked), note=self.note)
-        if self.config.parallel > 1:
-            isolation.check()  # a folder the tasks cannot be isolated in: refused, saying how
         bindings = with_session(make_bindings(self.folder, self._over_limit,
                                               self._asks_corrections, self.config.parallel,
                                               isolation),
@@ -221,8 +217,20 @@ class RalphRun(HostPlugin):
         self.feed = feed
         return host.add(self, feed, more)
 
+    def isolation(self) -> Isolation:
+        """Where the tasks of a parallel batch work (their git worktrees, once a run was
+        parallel); a folder they cannot be isolated in is refused here, before anything
+        runs (:class:`~interlock.runtime.ralph.worktrees.NotARepository`)."""
+        forked = "integration" in self.folder.metadata()  # a parallel run came before
+        isolation = Isolation(self.folder, worktrees=self.config.isolation == "worktree"
+                              and (self.config.parallel > 1 or forked), note=self.note)
+        if self.config.parallel > 1:
+            isolation.check()
+        return isolation
+
     async def run(self, stop: asyncio.Event | None = None) -> RalphResult:
         """Open the session's host and run it to its end (see :class:`RalphResult`)."""
+        self.isolation()  # refused before the store is opened
         store = open_store(self.store_url, self.root)
         try:
             host = await self.open(store, stop=stop)

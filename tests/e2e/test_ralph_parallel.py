@@ -344,3 +344,28 @@ def test_pause_lets_every_executor_finish_its_step_then_resume_goes_on(
     assert _branches(root) == ["ralph/s"]
     assert meta(root)["status"] == "completed"
     assert len(_records(root)) == 3  # no Executor ran twice
+
+
+def test_parallel_outside_git_is_refused_unless_isolation_is_none(tmp_path: Path) -> None:
+    (tmp_path / "interlock.yaml").write_text("agents:\n" + "".join(
+        f"  {role}: {{cli: demo}}\n" for role in
+        ("planner", "executor", "reviewer", "questioner", "librarian", "merger")))
+    assert cli(tmp_path, "ralph", "init", "--id", "s", "--request", "a; b").returncode == 0
+    refused = cli(tmp_path, "ralph", "run", "s", "--parallel", "2")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "is not a git repository" in refused.stderr
+    assert "ralph.isolation: none" in refused.stderr
+    assert not (tmp_path / ".interlock/state.db").exists()  # nothing ran
+    (tmp_path / "interlock.yaml").write_text(
+        (tmp_path / "interlock.yaml").read_text() + "ralph: {parallel: 2}\n")
+    also = cli(tmp_path, "run", "ralph_orchestrator", "--session", "r1")  # the same assembly
+    assert also.returncode == 1 and "is not a git repository" in also.stderr
+    assert "Traceback" not in also.stderr
+    (tmp_path / "interlock.yaml").write_text(
+        (tmp_path / "interlock.yaml").read_text().replace("ralph: {parallel: 2}\n", ""))
+    with (tmp_path / "interlock.yaml").open("a") as project:
+        project.write("ralph: {isolation: none, knowledge_approval_timeout: 100ms}\n")
+    shared = cli(tmp_path, "ralph", "run", "s", "--parallel", "2")
+    assert shared.returncode == 0, shared.stderr
+    assert (tmp_path / "T1.md").exists() and (tmp_path / "T2.md").exists()  # one folder
+    assert len(_executor_spans(tmp_path)) == 2
