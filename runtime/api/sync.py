@@ -11,11 +11,14 @@ checks the two agree): do not edit by hand.
 
 from __future__ import annotations
 
+from typing import Any
+
 from interlock.runtime.api import dispatching as _dispatching
 from interlock.runtime.api import interview as _interview
 from interlock.runtime.api import ralph as _ralph
 from interlock.runtime.api import sessions as _sessions
 from interlock.runtime.api import specs as _specs
+from interlock.runtime.api import views as _views
 from interlock.runtime.api.agents import AgentCheck as AgentCheck
 from interlock.runtime.api.agents import Finding as Finding
 from interlock.runtime.api.agents import agents_check as agents_check
@@ -48,11 +51,14 @@ from interlock.runtime.api.inbox import list_messages as list_messages
 from interlock.runtime.api.inbox import mark_message as mark_message
 from interlock.runtime.api.inbox import poll_settings as poll_settings
 from interlock.runtime.api.inbox import post_message as post_message
+from interlock.runtime.api.inbox import project_inbox as project_inbox
 from interlock.runtime.api.inbox import serve_inbox as serve_inbox
 from interlock.runtime.api.inbox import set_enabled as set_enabled
 from interlock.runtime.api.inbox import set_interval as set_interval
 from interlock.runtime.api.interview import JsonLines as JsonLines
 from interlock.runtime.api.interview import Outcome as Outcome
+from interlock.runtime.api.interview import Question as Question
+from interlock.runtime.api.interview import QueuedAnswers as QueuedAnswers
 from interlock.runtime.api.interview import ScriptedAnswers as ScriptedAnswers
 from interlock.runtime.api.interview import load_answers as load_answers
 from interlock.runtime.api.interview import resume_blocking as resume_blocking
@@ -71,6 +77,7 @@ from interlock.runtime.api.ralph import ralph_poll as ralph_poll
 from interlock.runtime.api.ralph import ralph_review as ralph_review
 from interlock.runtime.api.ralph import ralph_task_report as ralph_task_report
 from interlock.runtime.api.ralph import ralph_watch as ralph_watch
+from interlock.runtime.api.sessions import JournalEntry as JournalEntry
 from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
 from interlock.runtime.api.sessions import RunResult as RunResult
 from interlock.runtime.api.sessions import SendReceipt as SendReceipt
@@ -98,6 +105,8 @@ from interlock.runtime.api.specs import draw_all as draw_all
 from interlock.runtime.api.specs import resolve_spec as resolve_spec
 from interlock.runtime.api.specs import spec_schema as spec_schema
 from interlock.runtime.api.specs import validate as validate
+from interlock.runtime.api.views import InvocationView as InvocationView
+from interlock.runtime.api.views import SessionFile as SessionFile
 
 cancel = blocking(_sessions.cancel)
 consume_staged = blocking(_interview.consume_staged)
@@ -105,6 +114,8 @@ create = blocking(_sessions.create)
 dispatch_agents = blocking(_dispatching.dispatch_agents)
 draw_session = blocking(_specs.draw_session)
 follow = iterating(_sessions.follow)
+invocations = blocking(_views.invocations)
+listening_for = blocking(_views.listening_for)
 log = blocking(_sessions.log)
 ralph_resume = blocking(_ralph.ralph_resume)
 ralph_run = blocking(_ralph.ralph_run)
@@ -114,10 +125,14 @@ resume = blocking(_sessions.resume)
 resume_review = _interview.resume_blocking
 review = _interview.review_blocking
 send = blocking(_sessions.send)
+session_chart = blocking(_specs.session_chart)
+session_file = blocking(_views.session_file)
+session_files = blocking(_views.session_files)
 sessions = blocking(_sessions.sessions)
 staged = blocking(_interview.staged)
 start = blocking(_sessions.start)
 status = blocking(_sessions.status)
+store_changes = iterating(_views.store_changes)
 
 __all__ = [
     "SIGNAL_TYPES",
@@ -137,12 +152,16 @@ __all__ = [
     "InboxError",
     "InboxMessage",
     "InterlockError",
+    "InvocationView",
+    "JournalEntry",
     "JsonLines",
     "MessageStatus",
     "NotFound",
     "Outcome",
     "PollingConfiguration",
     "PostedSignal",
+    "Question",
+    "QueuedAnswers",
     "RalphResult",
     "RalphStatus",
     "Receipt",
@@ -153,12 +172,14 @@ __all__ = [
     "ScriptedAnswers",
     "SendReceipt",
     "SessionContext",
+    "SessionFile",
     "SessionInfo",
     "SessionStatus",
     "SpawnOptions",
     "StepFailed",
     "TaskReview",
     "TimerInfo",
+    "UiConfig",  # noqa: F822 (below: __getattr__)
     "UsageError",
     "Validation",
     "accepted_events",
@@ -176,7 +197,9 @@ __all__ = [
     "draw_all",
     "draw_session",
     "follow",
+    "invocations",
     "list_messages",
+    "listening_for",
     "load_answers",
     "log",
     "mailbox_folder",
@@ -186,6 +209,7 @@ __all__ = [
     "poll_settings",
     "post_message",
     "post_signal",
+    "project_inbox",
     "ralph_corrected",
     "ralph_folder",
     "ralph_init",
@@ -208,6 +232,10 @@ __all__ = [
     "run_demo_agent",
     "send",
     "serve_inbox",
+    "serve_ui",  # noqa: F822 (below: __getattr__)
+    "session_chart",
+    "session_file",
+    "session_files",
     "sessions",
     "set_enabled",
     "set_interval",
@@ -216,8 +244,21 @@ __all__ = [
     "staged_prompt",
     "start",
     "status",
+    "store_changes",
     "task_node",
     "terminal_ui",
+    "ui_app",  # noqa: F822 (below: __getattr__)
     "validate",
     "wait_for_receipt",
 ]
+
+# the web page's names (interlock ui): a room above this one, found through the façade
+_ABOVE = ("UiConfig", "serve_ui", "ui_app")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ABOVE:
+        from interlock import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -145,9 +145,16 @@ class StoreChanges:
         """Forget the changes so far (call it before reading the store)."""
         self._changed.clear()
 
-    def wait(self, timeout: float) -> None:
-        self._changed.wait(max(0.0, min(timeout, self.interval)))
+    @property
+    def watched(self) -> bool:
+        """Whether the store gives wake-ups (else :meth:`wait` only times out)."""
+        return self._unsubscribe is not None
+
+    def wait(self, timeout: float) -> bool:
+        """Whether a wake-up ended the wait (False: ``timeout`` or ``poll`` passed)."""
+        woken = self._changed.wait(max(0.0, min(timeout, self.interval)))
         self._changed.clear()
+        return woken
 
     def close(self) -> None:
         if self._unsubscribe is not None:

@@ -1,0 +1,232 @@
+"""Live updates as server-sent events, woken by the store, never by a polling loop:
+
+* ``/events/sessions``: one watch of the store (:func:`interlock.runtime.store_changes`)
+  for every open sessions page (:class:`SessionsHub`): on a change the sessions are
+  listed again (at most every :data:`MIN_GAP` seconds) and each page is sent the rows
+  that changed (``rows`` events: ``upsert``, ``remove``). Without a wake-up the list is
+  looked at again every backstop only while a session reads running (its runner may
+  have died, which no commit says).
+* ``/events/s/ID``: the session's journal (:func:`interlock.runtime.follow`, woken by
+  the store): every entry as an ``entry`` event, then, once the entries stop coming, the
+  session's state (``session``: what :func:`interlock.runtime.ui.data.session_data`
+  reads), at most every :data:`MIN_GAP` seconds; ``end`` when the session has ended.
+  Without entries, the session's status is read every backstop while it is running.
+
+Every stream sends a comment every :data:`KEEPALIVE` seconds so a closed page is noticed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, cast
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from interlock import runtime
+from interlock.runtime.ui.data import entry_json, session_data, sessions_rows
+
+if TYPE_CHECKING:
+    from interlock.runtime.ui.server import UiConfig
+
+__all__ = ["KEEPALIVE", "MIN_GAP", "ROUTES", "SessionsHub"]
+
+MIN_GAP = 0.25  # seconds between two lists of the sessions, or two reads of a session
+KEEPALIVE = 15.0
+Event = tuple[str, Any]
+_END = object()
+
+
+def _frame(name: str, data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+def event_stream(events: AsyncIterator[Event]) -> Response:
+    """``events`` as ``text/event-stream``, with a keep-alive comment when quiet."""
+
+    async def body() -> AsyncIterator[str]:
+        queue: asyncio.Queue[object] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for item in events:
+                    await queue.put(item)
+            finally:
+                await queue.put(_END)
+
+        task = asyncio.create_task(pump())
+        try:
+            yield "retry: 2000\n\n"
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), KEEPALIVE)
+                except TimeoutError:
+                    yield ": keep-alive\n\n"
+                    continue
+                if item is _END:
+                    return
+                name, data = cast(Event, item)
+                yield _frame(name, data)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            with contextlib.suppress(Exception):
+                await events.aclose()  # type: ignore[attr-defined]
+
+    return StreamingResponse(body(), media_type="text/event-stream",
+                             headers={"x-accel-buffering": "no"})
+
+
+class SessionsHub:
+    """The sessions as the open sessions pages last saw them, and the one watch of the
+    store that keeps them current while a page listens."""
+
+    def __init__(self, config: UiConfig) -> None:
+        self.config = config
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.version = 0
+        self.listed_at = -1.0
+        self._listeners: set[asyncio.Queue[Event]] = set()
+        self._watch: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    async def current(self) -> tuple[int, list[dict[str, Any]]]:
+        """The version and rows, listed now unless a watch keeps them current."""
+        if self._watch is None or self.listed_at < 0:
+            await self.refresh()
+        return self.version, list(self.rows.values())
+
+    async def refresh(self) -> None:
+        """List the sessions again; tell the listeners what changed."""
+        async with self._lock:
+            rows = {row["id"]: row for row in await sessions_rows(self.config)}
+            self.listed_at = time.monotonic()
+            upsert = [row for key, row in rows.items() if self.rows.get(key) != row]
+            remove = [key for key in self.rows if key not in rows]
+            if not upsert and not remove and self.version:
+                return
+            self.rows = rows
+            self.version += 1
+            change = {"version": self.version, "upsert": upsert, "remove": remove}
+            for queue in self._listeners:
+                queue.put_nowait(("rows", change))
+
+    def _running(self) -> bool:
+        return any(row["status"] == "running" for row in self.rows.values())
+
+    async def _follow_store(self) -> None:
+        async for changed in runtime.store_changes(backstop=self.config.backstop,
+                                                   store=self.config.store,
+                                                   root=self.config.root):
+            if changed or self._running():
+                try:
+                    await self.refresh()
+                except runtime.InterlockError:
+                    continue  # a busy store: the next change or backstop tries again
+                await asyncio.sleep(MIN_GAP)
+
+    async def listen(self, version: int) -> AsyncIterator[Event]:
+        """The rows (all, unless the page has ``version``), then each change."""
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._listeners.add(queue)
+        if self._watch is None:
+            self._watch = asyncio.create_task(self._follow_store())
+        try:
+            now, rows = await self.current()
+            if now != version:
+                yield "rows", {"version": now, "reset": True, "upsert": rows, "remove": []}
+            while True:
+                yield await queue.get()
+        finally:
+            self._listeners.discard(queue)
+            if not self._listeners:
+                await self._stop_watch()
+
+    async def _stop_watch(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watch
+
+    async def close(self) -> None:
+        await self._stop_watch()
+
+
+async def _sessions_events(request: Request) -> Response:
+    hub: SessionsHub = request.app.state.hub
+    try:
+        version = int(request.query_params.get("version", "0"))
+    except ValueError:
+        version = 0
+    return event_stream(hub.listen(version))
+
+
+async def _follow_session(config: UiConfig, session_id: str) -> AsyncIterator[Event]:
+    """The session's entries, and its state after each burst of them (see above)."""
+    where = config.where
+    entries: asyncio.Queue[object] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for entry in runtime.follow(session_id, backstop=config.backstop, **where):
+                await entries.put(entry)
+        finally:
+            await entries.put(_END)
+
+    task = asyncio.create_task(pump())
+    dirty, shown_at = False, 0.0
+    status = (await runtime.status(session_id, **where)).status
+    try:
+        while True:
+            wait = config.backstop
+            if dirty:
+                wait = max(0.0, shown_at + MIN_GAP - time.monotonic())
+            try:
+                item = entries.get_nowait() if not entries.empty() else \
+                    await asyncio.wait_for(entries.get(), wait)
+            except TimeoutError:
+                item = None
+            if item is _END:
+                yield "session", await session_data(config, session_id)
+                yield "end", {}
+                return
+            if item is not None:
+                yield "entry", entry_json(item)  # type: ignore[arg-type]
+                dirty = True
+                if not entries.empty():
+                    continue
+            elif not dirty and status == "running":  # quiet: has its runner gone?
+                dirty = (await runtime.status(session_id, **where)).status != status
+            if dirty and time.monotonic() - shown_at >= MIN_GAP:
+                data = await session_data(config, session_id)
+                status, dirty, shown_at = data["info"]["status"], False, time.monotonic()
+                yield "session", data
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+async def _session_events(request: Request) -> Response:
+    from interlock.runtime.ui.pages import not_found
+
+    config: UiConfig = request.app.state.config
+    session_id = request.path_params["session"]
+    try:
+        await runtime.status(session_id, store=config.store, root=config.root)
+    except (runtime.NotFound, runtime.UsageError) as exc:
+        return await not_found(request, exc)
+    return event_stream(_follow_session(config, session_id))
+
+
+ROUTES = [
+    Route("/events/sessions", _sessions_events),
+    Route("/events/s/{session}", _session_events),
+]
