@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# System tools the tests use for real: Graphviz `dot` (SVG/PNG diagrams), Node.js and npm,
-# a Node-based Mermaid parser, and the real agent CLIs (claude, codex, gemini, opencode;
+# System tools the tests use for real: Graphviz `dot` (SVG/PNG diagrams), Debian's
+# Chromium (the browser tests of `interlock ui`, driven by Playwright), Node.js and npm, a
+# Node-based Mermaid parser, and the real agent CLIs (claude, codex, gemini, opencode;
 # pinned in tests/tools/agent-clis). Installs what is missing when it can (root + apt,
 # npm); says what is missing when it cannot. --quiet: only what the demo needs, no output
 # unless something fails.
@@ -19,6 +20,15 @@ if ! command -v dot >/dev/null 2>&1; then
 fi
 
 $quiet && exit 0
+
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing chromium (the browser tests of interlock ui)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+  else
+    echo "bootstrap: chromium is missing; install it (apt-get install chromium) for the browser tests" >&2
+  fi
+fi
 
 if ! command -v npm >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

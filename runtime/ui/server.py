@@ -7,7 +7,7 @@ import contextlib
 import errno
 import secrets
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,7 +129,16 @@ def serve_ui(*, host: str = "127.0.0.1", port: int = DEFAULT_PORT, token: str | 
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/" + (f"?token={token}" if token else "")
-    server = uvicorn.Server(uvicorn.Config(
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            """Ctrl-C and SIGTERM stop the server, and that is how it ends (exit 0):
+            uvicorn would raise the signal again afterwards."""
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()
+
+    server = Server(uvicorn.Config(
         ui_app(config), log_level="warning", access_log=False, lifespan="on",
         timeout_graceful_shutdown=1, ws="none"))
     if on_ready is not None:

@@ -134,11 +134,11 @@ class SessionsHub:
     async def listen(self, version: int) -> AsyncIterator[Event]:
         """The rows (all, unless the page has ``version``), then each change."""
         queue: asyncio.Queue[Event] = asyncio.Queue()
-        self._listeners.add(queue)
+        now, rows = await self.current()
+        self._listeners.add(queue)  # no await since: every later change reaches it
         if self._watch is None:
             self._watch = asyncio.create_task(self._follow_store())
         try:
-            now, rows = await self.current()
             if now != version:
                 yield "rows", {"version": now, "reset": True, "upsert": rows, "remove": []}
             while True:

@@ -1,0 +1,150 @@
+"""``interlock ui`` under test: a real uvicorn server on a free port in a thread of the
+test process, and Debian's Chromium driven by Playwright (Playwright's own browser download
+is not used). Without Chromium or Playwright a browser test skips locally and fails in CI
+(``scripts/bootstrap.sh`` installs Chromium, ``.[dev]`` Playwright)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlock import runtime
+from interlock.runtime.engine.session import Step
+
+from support.paths import IN_CI, ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+SHOTS = ROOT / ".cache" / "ui-screenshots"
+
+ASK = """\
+machine: ask
+context:
+  q: {type: str, default: "six by nine"}
+initial: asking
+states:
+  asking:
+    invoke:
+      id: ask
+      command: [sh, -c, "cat > /dev/null; printf '%s'"]
+      prompt: "What is it? {{ context.q }}"
+    on:
+      done.invoke.ask: answered
+      error.invoke.ask: failed
+  answered: {on: {again: asking}}
+  failed: {type: final}
+"""
+GOOD = "p: six times nine\\nv: GO\\n"
+
+
+def ask_session(root: Path, output: str = GOOD, session_id: str = "a1") -> None:
+    """Run ``ask.yaml`` in ``root`` (its command invoke prints ``output``) until the invoke
+    ended: the session is left stopped in ``answered`` (or finished in ``failed``)."""
+    spec = root / "ask.yaml"
+    spec.write_text(ASK.replace("%s", output))
+
+    async def run() -> None:
+        stop = asyncio.Event()
+
+        def step(done: Step) -> None:
+            if done.after in (("answered",), ("failed",)):
+                stop.set()  # `answered` waits for `again`: the run ends here
+
+        await runtime.start(spec, session_id=session_id, root=root, stop=stop,
+                            signals=False, on_step=step)
+
+    asyncio.run(run())
+
+
+def chromium() -> str:
+    """Debian's chromium; skip without it (or without Playwright) locally, fail in CI."""
+    found = shutil.which("chromium") or (CHROMIUM if Path(CHROMIUM).exists() else None)
+    problem = None
+    if found is None:
+        problem = "Debian's chromium is not installed (scripts/bootstrap.sh installs it)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            problem = "Playwright for Python is not installed (pip install -e '.[dev]')"
+    if problem is not None:
+        if IN_CI:
+            pytest.fail(problem)
+        pytest.skip(problem)
+    assert found is not None
+    return found
+
+
+@contextlib.contextmanager
+def browser_session() -> Iterator[Any]:
+    """One headless Chromium (a fresh, empty profile) for the whole test session."""
+    from playwright.sync_api import sync_playwright
+
+    executable = chromium()
+    with tempfile.TemporaryDirectory(prefix="interlock-chromium-") as profile, \
+            sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            profile, executable_path=executable, args=CHROMIUM_ARGS, headless=True,
+            viewport={"width": 1280, "height": 900})
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+class UiServer:
+    """The web app of ``root`` served by uvicorn in a thread, on 127.0.0.1."""
+
+    def __init__(self, root: Path, *, token: str | None = None, store: str | None = None,
+                 loopback: bool = True) -> None:
+        import uvicorn
+
+        self.config = runtime.UiConfig(root=root, token=token, store=store,
+                                       loopback=loopback, backstop=2.0)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(
+            runtime.ui_app(self.config), log_level="warning", access_log=False,
+            lifespan="on", timeout_graceful_shutdown=1, ws="none"))
+        self.thread = threading.Thread(target=self.server.run,
+                                       kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def __enter__(self) -> UiServer:
+        self.thread.start()
+        deadline = time.monotonic() + 15
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the ui server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+    @property
+    def csrf(self) -> str:
+        return self.config.csrf
+
+
+def shot(page: Any, name: str) -> Path:
+    """Save a screenshot of ``page`` under .cache/ui-screenshots/."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
