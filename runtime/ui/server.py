@@ -3,6 +3,7 @@ façade, :func:`serve_ui` serves it with uvicorn until Ctrl-C (``interlock ui``)
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import secrets
@@ -10,6 +11,7 @@ import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from starlette.applications import Starlette
@@ -64,9 +66,14 @@ def ui_app(config: UiConfig | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        closing = asyncio.Event()  # set when the server stops: the streams end
+        loop = asyncio.get_running_loop()
+        app.state.closing = closing
+        app.state.stop_streams = lambda: loop.call_soon_threadsafe(closing.set)
         try:
             yield
         finally:
+            closing.set()
             await app.state.hub.close()
             app.state.reviews.close()
 
@@ -138,9 +145,13 @@ def serve_ui(*, host: str = "127.0.0.1", port: int = DEFAULT_PORT, token: str | 
                 yield
                 self._captured_signals.clear()
 
-    server = Server(uvicorn.Config(
-        ui_app(config), log_level="warning", access_log=False, lifespan="on",
-        timeout_graceful_shutdown=1, ws="none"))
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            app.state.stop_streams()  # the open pages' streams end, so the server can
+            super().handle_exit(sig, frame)
+
+    app = ui_app(config)
+    server = Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                   lifespan="on", timeout_graceful_shutdown=1, ws="none"))
     if on_ready is not None:
         on_ready(url, token)
     try:

@@ -9,8 +9,10 @@
 * ``/events/s/ID``: the session's journal (:func:`interlock.runtime.follow`, woken by
   the store): every entry as an ``entry`` event, then, once the entries stop coming, the
   session's state (``session``: what :func:`interlock.runtime.ui.data.session_data`
-  reads), at most every :data:`MIN_GAP` seconds; ``end`` when the session has ended.
-  Without entries, the session's status is read every backstop while it is running.
+  reads), at most every :data:`MIN_GAP` seconds, and once more :data:`SETTLE` seconds
+  later (a Ralph session writes its folder's files just after a step); ``end`` when the
+  session has ended. Without entries, the session's status is read every backstop while
+  it is running.
 
 Every stream sends a comment every :data:`KEEPALIVE` seconds so a closed page is noticed.
 """
@@ -32,11 +34,13 @@ from interlock import runtime
 from interlock.runtime.ui.data import entry_json, session_data, sessions_rows
 
 if TYPE_CHECKING:
+    from interlock.runtime import JournalEntry
     from interlock.runtime.ui.server import UiConfig
 
 __all__ = ["KEEPALIVE", "MIN_GAP", "ROUTES", "SessionsHub"]
 
 MIN_GAP = 0.25  # seconds between two lists of the sessions, or two reads of a session
+SETTLE = 0.5  # seconds after a step's read of a session, it is read once more
 KEEPALIVE = 15.0
 Event = tuple[str, Any]
 _END = object()
@@ -46,8 +50,10 @@ def _frame(name: str, data: Any) -> str:
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
 
 
-def event_stream(events: AsyncIterator[Event]) -> Response:
-    """``events`` as ``text/event-stream``, with a keep-alive comment when quiet."""
+def event_stream(request: Request, events: AsyncIterator[Event]) -> Response:
+    """``events`` as ``text/event-stream``, with a keep-alive comment when quiet, until
+    they end or the server stops."""
+    closing: asyncio.Event = request.app.state.closing
 
     async def body() -> AsyncIterator[str]:
         queue: asyncio.Queue[object] = asyncio.Queue()
@@ -59,7 +65,12 @@ def event_stream(events: AsyncIterator[Event]) -> Response:
             finally:
                 await queue.put(_END)
 
+        async def close() -> None:
+            await closing.wait()
+            await queue.put(_END)
+
         task = asyncio.create_task(pump())
+        closer = asyncio.create_task(close())
         try:
             yield "retry: 2000\n\n"
             while True:
@@ -73,9 +84,10 @@ def event_stream(events: AsyncIterator[Event]) -> Response:
                 name, data = cast(Event, item)
                 yield _frame(name, data)
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            for running in (task, closer):
+                running.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await running
             with contextlib.suppress(Exception):
                 await events.aclose()  # type: ignore[attr-defined]
 
@@ -165,7 +177,7 @@ async def _sessions_events(request: Request) -> Response:
         version = int(request.query_params.get("version", "0"))
     except ValueError:
         version = 0
-    return event_stream(hub.listen(version))
+    return event_stream(request, hub.listen(version))
 
 
 async def _follow_session(config: UiConfig, session_id: str) -> AsyncIterator[Event]:
@@ -181,13 +193,16 @@ async def _follow_session(config: UiConfig, session_id: str) -> AsyncIterator[Ev
             await entries.put(_END)
 
     task = asyncio.create_task(pump())
-    dirty, shown_at = False, 0.0
+    # dirty: entries came since the state was last read; settle: read it once more
+    # SETTLE seconds after a read that entries caused (files written just after a step)
+    dirty = settle = False
+    shown_at = 0.0
     status = (await runtime.status(session_id, **where)).status
     try:
         while True:
-            wait = config.backstop
-            if dirty:
-                wait = max(0.0, shown_at + MIN_GAP - time.monotonic())
+            since = time.monotonic() - shown_at
+            wait = (max(0.0, MIN_GAP - since) if dirty else
+                    max(0.0, SETTLE - since) if settle else config.backstop)
             try:
                 item = entries.get_nowait() if not entries.empty() else \
                     await asyncio.wait_for(entries.get(), wait)
@@ -198,15 +213,17 @@ async def _follow_session(config: UiConfig, session_id: str) -> AsyncIterator[Ev
                 yield "end", {}
                 return
             if item is not None:
-                yield "entry", entry_json(item)  # type: ignore[arg-type]
+                yield "entry", entry_json(cast("JournalEntry", item))
                 dirty = True
                 if not entries.empty():
                     continue
-            elif not dirty and status == "running":  # quiet: has its runner gone?
+            elif not dirty and not settle and status == "running":  # has its runner gone?
                 dirty = (await runtime.status(session_id, **where)).status != status
-            if dirty and time.monotonic() - shown_at >= MIN_GAP:
+            since = time.monotonic() - shown_at
+            if (dirty and since >= MIN_GAP) or (settle and not dirty and since >= SETTLE):
                 data = await session_data(config, session_id)
-                status, dirty, shown_at = data["info"]["status"], False, time.monotonic()
+                status, settle, dirty = data["info"]["status"], dirty, False
+                shown_at = time.monotonic()
                 yield "session", data
     finally:
         task.cancel()
@@ -223,7 +240,7 @@ async def _session_events(request: Request) -> Response:
         await runtime.status(session_id, store=config.store, root=config.root)
     except (runtime.NotFound, runtime.UsageError) as exc:
         return await not_found(request, exc)
-    return event_stream(_follow_session(config, session_id))
+    return event_stream(request, _follow_session(config, session_id))
 
 
 ROUTES = [

@@ -30,7 +30,7 @@ def test_an_invocation_shows_its_prompt_answer_and_ending(tmp_path: Path) -> Non
 
 
 def test_a_failed_invocation_says_why(tmp_path: Path) -> None:
-    ask_session(tmp_path, "no document here\\n", "a2")
+    ask_session(tmp_path, "no document here\n", "a2")
     [view] = runtime.sync.invocations("a2", root=tmp_path)
     assert view.outcome == "error" and view.reason == "invalid_answer"
     assert view.event == "error.invoke.ask" and "not a complete document" in (view.error or "")

@@ -6,15 +6,16 @@ is not used). Without Chromium or Playwright a browser test skips locally and fa
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import shutil
 import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -28,6 +29,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 SHOTS = ROOT / ".cache" / "ui-screenshots"
+T = TypeVar("T")
 
 ASK = """\
 machine: ask
@@ -38,7 +40,7 @@ states:
   asking:
     invoke:
       id: ask
-      command: [sh, -c, "cat > /dev/null; printf '%s'"]
+      command: [sh, -c, "cat > /dev/null; cat '%s'"]
       prompt: "What is it? {{ context.q }}"
     on:
       done.invoke.ask: answered
@@ -46,14 +48,16 @@ states:
   answered: {on: {again: asking}}
   failed: {type: final}
 """
-GOOD = "p: six times nine\\nv: GO\\n"
+GOOD = "p: six times nine\nv: GO\n"
 
 
 def ask_session(root: Path, output: str = GOOD, session_id: str = "a1") -> None:
     """Run ``ask.yaml`` in ``root`` (its command invoke prints ``output``) until the invoke
     ended: the session is left stopped in ``answered`` (or finished in ``failed``)."""
+    answer = root / f"{session_id}.answer"
+    answer.write_text(output)
     spec = root / "ask.yaml"
-    spec.write_text(ASK.replace("%s", output))
+    spec.write_text(ASK.replace("%s", str(answer)))
 
     async def run() -> None:
         stop = asyncio.Event()
@@ -66,6 +70,13 @@ def ask_session(root: Path, output: str = GOOD, session_id: str = "a1") -> None:
                             signals=False, on_step=step)
 
     asyncio.run(run())
+
+
+def in_thread(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)`` in a thread of its own: Playwright's sync API keeps an
+    event loop running in the test's thread, where ``runtime.sync`` cannot run one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(call, *args, **kwargs).result()
 
 
 def chromium() -> str:
@@ -113,12 +124,13 @@ class UiServer:
 
         self.config = runtime.UiConfig(root=root, token=token, store=store,
                                        loopback=loopback, backstop=2.0)
+        self.app = runtime.ui_app(self.config)
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(
-            runtime.ui_app(self.config), log_level="warning", access_log=False,
+            self.app, log_level="warning", access_log=False,
             lifespan="on", timeout_graceful_shutdown=1, ws="none"))
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.sock]}, daemon=True)
@@ -133,6 +145,7 @@ class UiServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.app.state.stop_streams()  # as Ctrl-C does: the open pages' streams end
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self.sock.close()
