@@ -189,7 +189,7 @@ async def _answers(ctx: Ctx, session_id: str, body: Body) -> Said:
 async def _review(ctx: Ctx, session_id: str, body: Body) -> Said:
     task = _text(body, "task", required=True) or ""
     review = ctx.reviews.start(session_id, task)
-    return "taken", f"reviewing {task}", await review.next_state()
+    return "taken", f"reviewing {task}", {"state": await review.next_state()}
 
 
 async def _review_answer(ctx: Ctx, review_id: str, body: Body) -> Said:
@@ -198,10 +198,10 @@ async def _review_answer(ctx: Ctx, review_id: str, body: Body) -> Said:
         raise runtime.NotFound(f"no review {review_id}")
     if body.get("abort"):
         review.abort()
-        return "taken", "review stopped", await review.next_state()
+        return "taken", "review stopped", {"state": await review.next_state()}
     question = _text(body, "id", required=True) or ""
     state = await review.answer(question, body.get("answer"))
-    return "taken", f"{question} answered", state
+    return "taken", f"{question} answered", {"state": state}
 
 
 async def _inbox(ctx: Ctx, message_id: str, body: Body) -> Said:

@@ -259,3 +259,39 @@ def test_no_request_leaves_127_0_0_1(tmp_path: Path,
         page.wait_for_selector("#outcome[data-outcome]", timeout=WAIT)
         assert view.requests and all(url.startswith(server.url) for url in view.requests)
     assert refused == []
+
+
+def test_a_rejected_tasks_correction_given_through_the_review_menu_in_the_page(
+        tmp_path: Path, watched: Callable[[UiServer], Watched]) -> None:
+    """The review menu and its poller interview (seed 000's questions) as forms: retry,
+    the poller's questions, the echo confirmed; the correction is staged, the session
+    told, and the task's next Executor gets it."""
+    (tmp_path / "reject.yaml").write_text("answers:\n  - {verdict: retry}\n")
+    project(tmp_path, "reviewer: {cli: demo, script: reject.yaml}",
+            ralph="review_rejections: wait", request="write the parser")
+    with UiServer(tmp_path) as server:
+        view = watched(server)
+        proc = start(tmp_path, "ralph", "run", "s")
+        _wait_for(lambda: _in_store(tmp_path, "s"), "the session in the store")
+        page = view.open("/s/s")
+        page.get_by_role("button", name="Review T1").click(timeout=WAIT)
+        for answer in ("retry", "A", "A", "A"):  # as `ralph review --answers` would
+            form = page.locator("form.review-form")
+            form.wait_for(timeout=WAIT)
+            asked = form.locator("legend").inner_text()
+            form.locator(f'input[value="{answer}"]').check()
+            form.get_by_role("button", name="Answer").click()
+            page.wait_for_function(
+                "asked => !document.querySelector('form.review-form legend') || "
+                "document.querySelector('form.review-form legend').textContent !== asked "
+                "|| document.querySelector('#outcome').dataset.outcome === 'rejected'",
+                arg=asked, timeout=WAIT)
+        ended = page.locator("p.review-end")
+        ended.wait_for(timeout=WAIT)
+        assert "resolved" in ended.inner_text() and "staged" in ended.inner_text()
+        assert "the session was told" in ended.inner_text()
+        code, err = finish(proc)
+        assert code == 0, err
+    executor = sorted((session(tmp_path) / "iterations/2/invocations").glob("*-executor.md"))
+    assert "Previous output was corrected by the player (action: retry" in \
+        executor[0].read_text()

@@ -236,7 +236,7 @@ function renderCorrections(r) {
 async function startReview(task, button) {
   const result = await busy(button, () => post(`${base}/review`, {task}));
   said(outcome, result);
-  if (result.outcome === "taken") showReview(result);
+  if (result.state) showReview(result.state);
 }
 
 function showReview(state) {
@@ -256,12 +256,12 @@ function showReview(state) {
       const next = await busy(submit, () => post(`/reviews/${state.review}`,
                                                   {id: state.question.id, answer: field.value()}));
       said(outcome, next);
-      if (next.review) showReview(next);
+      if (next.state) showReview(next.state);
     });
     stop.addEventListener("click", async () => {
       const next = await busy(stop, () => post(`/reviews/${state.review}`, {abort: true}));
       said(outcome, next);
-      if (next.review) showReview(next);
+      if (next.state) showReview(next.state);
     });
     fill(box, form);
     field.node.querySelector("input, textarea")?.focus();
