@@ -47,7 +47,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
                   "terminal_ui", "JsonLines", "ScriptedAnswers", "QueuedAnswers", "Question",
                   "task_node"),
     "views": ("invocations", "session_files", "session_file", "listening_for",
-              "store_changes", "InvocationView", "SessionFile"),
+              "session_marks", "store_changes", "InvocationView", "SessionFile"),
     "ui": ("serve_ui", "ui_app", "UiConfig"),
 }
 # Where a module's names live: interlock.runtime.api.<module>, but the web page's
@@ -170,6 +170,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.views import listening_for as listening_for
     from interlock.runtime.api.views import session_file as session_file
     from interlock.runtime.api.views import session_files as session_files
+    from interlock.runtime.api.views import session_marks as session_marks
     from interlock.runtime.api.views import store_changes as store_changes
     # The web page's names (serve_ui, ui_app, UiConfig) are not imported here even for
     # type checkers: the ui room sits beside the CLI, which must not reach it through this

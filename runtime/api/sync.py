@@ -128,6 +128,7 @@ send = blocking(_sessions.send)
 session_chart = blocking(_specs.session_chart)
 session_file = blocking(_views.session_file)
 session_files = blocking(_views.session_files)
+session_marks = blocking(_views.session_marks)
 sessions = blocking(_sessions.sessions)
 staged = blocking(_interview.staged)
 start = blocking(_sessions.start)
@@ -236,6 +237,7 @@ __all__ = [
     "session_chart",
     "session_file",
     "session_files",
+    "session_marks",
     "sessions",
     "set_enabled",
     "set_interval",

@@ -29,7 +29,7 @@ from interlock.runtime.store import Store
 from interlock.runtime.store.wakeup import StoreChanges
 
 __all__ = ["FOLDERS", "InvocationView", "SessionFile", "invocations", "listening_for",
-           "session_file", "session_files", "store_changes"]
+           "session_file", "session_files", "session_marks", "store_changes"]
 
 Folder = Literal["session", "ralph"]
 FOLDERS: tuple[Folder, ...] = ("ralph", "session")
@@ -121,10 +121,27 @@ async def listening_for(session_id: str, *, store: str | None = None,
     return accepted_events(ir_of(row.spec_text, row.spec_path), configuration)
 
 
+async def session_marks(*, store: str | None = None, root: Path | str | None = None
+                        ) -> dict[str, tuple[int, str, float]]:
+    """Each session's last step as ``(seq, stored status, updated_at)``, by id, from one
+    read of the store: a listing needs reading anew only when these changed (or a runner
+    came or went). Empty without a store."""
+
+    def marks(opened: Store) -> dict[str, tuple[int, str, float]]:
+        return {row.id: (row.seq, row.status, row.updated_at) for row in opened.list()}
+
+    try:
+        with opened_store(store, root_of(root), create=False) as opened, translated():
+            return await asyncio.to_thread(marks, opened)
+    except NotFound:
+        return {}
+
+
 async def store_changes(*, backstop: float = 1.0, store: str | None = None,
                         root: Path | str | None = None) -> AsyncIterator[bool]:
-    """Yields True each time the session store may have changed: a commit by any process
-    (the store's wake-up), or every ``backstop`` seconds where the store gives no wake-ups
+    """Yields True once the watch is up (what changed before, the caller reads then), and
+    each time the session store may have changed since: a commit by any process (the
+    store's wake-up), or every ``backstop`` seconds where the store gives no wake-ups
     (PostgreSQL); and False every ``backstop`` seconds without a wake-up, so that the
     caller can look at what no commit says (a runner that died). Nothing is read
     meanwhile; without a store yet, it looks for one every ``backstop`` seconds."""
@@ -134,6 +151,7 @@ async def store_changes(*, backstop: float = 1.0, store: str | None = None,
             with opened_store(store, base, create=False) as opened:
                 changes = StoreChanges(opened, poll=backstop, backstop=backstop)
                 try:
+                    yield True  # watched from now: what came before, the caller reads
                     while True:
                         woken = await asyncio.to_thread(changes.wait, backstop)
                         yield woken or not changes.watched

@@ -1,18 +1,18 @@
 """Live updates as server-sent events, woken by the store, never by a polling loop:
 
 * ``/events/sessions``: one watch of the store (:func:`interlock.runtime.store_changes`)
-  for every open sessions page (:class:`SessionsHub`): on a change the sessions are
-  listed again (at most every :data:`MIN_GAP` seconds) and each page is sent the rows
-  that changed (``rows`` events: ``upsert``, ``remove``). Without a wake-up the list is
-  looked at again every backstop only while a session reads running (its runner may
-  have died, which no commit says).
+  for every open sessions page (:class:`SessionsHub`): on a change that moved a session
+  (:func:`interlock.runtime.session_marks`: not a lease renewed) the sessions are listed
+  again (at most every :data:`MIN_GAP` seconds) and each page is sent the rows that
+  changed (``rows`` events: ``upsert``, ``remove``). Every :data:`LIVENESS` seconds the
+  sessions listed as running are looked at (a runner that died commits nothing).
 * ``/events/s/ID``: the session's journal (:func:`interlock.runtime.follow`, woken by
   the store): every entry as an ``entry`` event, then, once the entries stop coming, the
   session's state (``session``: what :func:`interlock.runtime.ui.data.session_data`
   reads), at most every :data:`MIN_GAP` seconds, and once more :data:`SETTLE` seconds
   later (a Ralph session writes its folder's files just after a step); ``end`` when the
-  session has ended. Without entries, the session's status is read every backstop while
-  it is running.
+  session has ended. A running session's status is read after :data:`LIVENESS` quiet
+  seconds.
 
 Every stream sends a comment every :data:`KEEPALIVE` seconds so a closed page is noticed.
 """
@@ -41,6 +41,7 @@ __all__ = ["KEEPALIVE", "MIN_GAP", "ROUTES", "SessionsHub"]
 
 MIN_GAP = 0.25  # seconds between two lists of the sessions, or two reads of a session
 SETTLE = 0.5  # seconds after a step's read of a session, it is read once more
+LIVENESS = 15.0  # seconds between looks at whether a running session's runner is gone
 KEEPALIVE = 15.0
 Event = tuple[str, Any]
 _END = object()
@@ -102,6 +103,7 @@ class SessionsHub:
     def __init__(self, config: UiConfig) -> None:
         self.config = config
         self.rows: dict[str, dict[str, Any]] = {}
+        self.marks: dict[str, tuple[int, str, float]] = {}  # of the rows (session_marks)
         self.version = 0
         self.listed_at = -1.0
         self._listeners: set[asyncio.Queue[Event]] = set()
@@ -117,6 +119,7 @@ class SessionsHub:
     async def refresh(self) -> None:
         """List the sessions again; tell the listeners what changed."""
         async with self._lock:
+            self.marks = await runtime.session_marks(**self.config.where)
             rows = {row["id"]: row for row in await sessions_rows(self.config)}
             self.listed_at = time.monotonic()
             upsert = [row for key, row in rows.items() if self.rows.get(key) != row]
@@ -129,19 +132,32 @@ class SessionsHub:
             for queue in self._listeners:
                 queue.put_nowait(("rows", change))
 
-    def _running(self) -> bool:
-        return any(row["status"] == "running" for row in self.rows.values())
+    async def _runner_gone(self) -> bool:
+        """Whether a session listed as running no longer is (its runner died: no commit
+        says so)."""
+        for row in list(self.rows.values()):
+            if row["status"] == "running":
+                info = await runtime.status(row["id"], **self.config.where)
+                if info.status != "running":
+                    return True
+        return False
 
     async def _follow_store(self) -> None:
+        looked = time.monotonic()
         async for changed in runtime.store_changes(backstop=self.config.backstop,
-                                                   store=self.config.store,
-                                                   root=self.config.root):
-            if changed or self._running():
-                try:
-                    await self.refresh()
-                except runtime.InterlockError:
-                    continue  # a busy store: the next change or backstop tries again
-                await asyncio.sleep(MIN_GAP)
+                                                   **self.config.where):
+            try:
+                if changed:
+                    marks = await runtime.session_marks(**self.config.where)
+                    if marks == self.marks:  # a lease renewed, an event queued...
+                        continue
+                elif time.monotonic() - looked < LIVENESS or not await self._runner_gone():
+                    continue
+                looked = time.monotonic()
+                await self.refresh()
+            except runtime.InterlockError:
+                continue  # a busy store: the next change or backstop tries again
+            await asyncio.sleep(MIN_GAP)
 
     async def listen(self, version: int) -> AsyncIterator[Event]:
         """The rows (all, unless the page has ``version``), then each change."""
@@ -196,13 +212,14 @@ async def _follow_session(config: UiConfig, session_id: str) -> AsyncIterator[Ev
     # dirty: entries came since the state was last read; settle: read it once more
     # SETTLE seconds after a read that entries caused (files written just after a step)
     dirty = settle = False
-    shown_at = 0.0
+    shown_at, looked_at = 0.0, time.monotonic()
     status = (await runtime.status(session_id, **where)).status
     try:
         while True:
             since = time.monotonic() - shown_at
             wait = (max(0.0, MIN_GAP - since) if dirty else
-                    max(0.0, SETTLE - since) if settle else config.backstop)
+                    max(0.0, SETTLE - since) if settle else
+                    max(0.0, LIVENESS - (time.monotonic() - looked_at)))
             try:
                 item = entries.get_nowait() if not entries.empty() else \
                     await asyncio.wait_for(entries.get(), wait)
@@ -217,8 +234,10 @@ async def _follow_session(config: UiConfig, session_id: str) -> AsyncIterator[Ev
                 dirty = True
                 if not entries.empty():
                     continue
-            elif not dirty and not settle and status == "running":  # has its runner gone?
-                dirty = (await runtime.status(session_id, **where)).status != status
+            elif not dirty and not settle and time.monotonic() - looked_at >= LIVENESS:
+                looked_at = time.monotonic()  # quiet for long: has its runner gone?
+                if status == "running":
+                    dirty = (await runtime.status(session_id, **where)).status != status
             since = time.monotonic() - shown_at
             if (dirty and since >= MIN_GAP) or (settle and not dirty and since >= SETTLE):
                 data = await session_data(config, session_id)

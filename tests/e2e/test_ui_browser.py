@@ -1,8 +1,8 @@
 """``interlock ui`` in a real browser: Debian's headless Chromium driven by Playwright, one
-browser per worker, against the real server (uvicorn in this process) and real sessions
-(``ralph run`` as a process with the demo agents). Every page a test opens is watched:
-no request may leave 127.0.0.1 and no dialog may open. Screenshots go to
-.cache/ui-screenshots/."""
+browser per worker (started once, connected to by this module), against the real server
+(uvicorn in this process) and real sessions (``ralph run`` as a process with the demo
+agents). Every page a test opens is watched: no request may leave 127.0.0.1, no dialog
+may open, no script may fail. Screenshots go to .cache/ui-screenshots/."""
 
 from __future__ import annotations
 
@@ -16,14 +16,30 @@ import pytest
 from interlock import runtime
 
 from support.ralph_e2e import SLOW, finish, processed, project, session, start, state
-from support.ui import UiServer, ask_session, browser_session, in_thread, shot
+from support.ui import (
+    UiServer,
+    ask_session,
+    browser_context,
+    chromium_process,
+    in_thread,
+    shot,
+)
 
 WAIT = 45_000  # ms: the longest wait for the page to show what a session did
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    with browser_session() as context:
+def chromium_endpoint() -> Iterator[str]:
+    """One Chromium per worker, for the whole run."""
+    with chromium_process() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_endpoint: str) -> Iterator[Any]:
+    """Playwright connected to it while this module's tests run (Playwright's event loop
+    would be in the way of the other modules' ``runtime.sync`` calls)."""
+    with browser_context(chromium_endpoint) as context:
         yield context
 
 
@@ -163,7 +179,9 @@ def test_the_questioners_question_answered_in_the_page_reaches_the_replanner(
         assert "needs a database" in form.inner_text()
         form.locator("textarea").fill("use sqlite, in a file")
         form.get_by_role("button", name="Answer and go on").click()
-        page.wait_for_selector("#outcome[data-outcome=taken]", timeout=WAIT)
+        page.wait_for_selector("#outcome[data-outcome]", timeout=WAIT)
+        said = page.locator("#outcome").inner_text()
+        assert said.startswith("taken: answers: queued for the running session"), said
         code, err = finish(proc)
         assert code == 0, err
     prompts = sorted((session(tmp_path) / "iterations/2/invocations").glob("*-planner.md"))
@@ -214,7 +232,7 @@ def test_the_sessions_page_follows_the_store_and_filters(
         page.wait_for_selector('tr[data-session="a1"][data-status="cancelled"]',
                                timeout=WAIT)
         page.select_option("#f-status", "cancelled")
-        assert page.locator("#sessions tbody tr").count() == 1
+        page.wait_for_function("document.querySelectorAll('#sessions tbody tr').length === 1")
         assert "status=cancelled" in page.url
         page.select_option("#f-status", "")
         page.keyboard.press("Tab")  # the keyboard reaches the skip link first
@@ -287,7 +305,12 @@ def test_a_rejected_tasks_correction_given_through_the_review_menu_in_the_page(
                 "|| document.querySelector('#outcome').dataset.outcome === 'rejected'",
                 arg=asked, timeout=WAIT)
         ended = page.locator("p.review-end")
-        ended.wait_for(timeout=WAIT)
+        try:
+            ended.wait_for(timeout=WAIT)
+        except Exception:
+            shot(page, "review-failed")
+            raise AssertionError(page.locator("#ralph").inner_text()
+                                 + page.locator("#outcome").inner_text()) from None
         assert "resolved" in ended.inner_text() and "staged" in ended.inner_text()
         assert "the session was told" in ended.inner_text()
         code, err = finish(proc)

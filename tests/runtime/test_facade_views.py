@@ -91,10 +91,10 @@ def test_store_changes_wake_on_a_commit(tmp_path: Path) -> None:
 
     async def watch() -> bool:
         changes = runtime.store_changes(backstop=5.0, root=tmp_path)
-        first = asyncio.ensure_future(anext(changes))
-        await asyncio.sleep(0.3)  # the watch is up
+        assert await anext(changes) is True  # the watch is up
+        woken = asyncio.ensure_future(anext(changes))
         await runtime.send("a1", "again", root=tmp_path)  # queued: a commit
-        woken = await asyncio.wait_for(first, 4.0)
+        woken = await asyncio.wait_for(woken, 4.0)
         await changes.aclose()
         return woken
 

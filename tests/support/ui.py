@@ -10,6 +10,7 @@ import concurrent.futures
 import contextlib
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -99,20 +100,53 @@ def chromium() -> str:
 
 
 @contextlib.contextmanager
-def browser_session() -> Iterator[Any]:
-    """One headless Chromium (a fresh, empty profile) for the whole test session."""
+def chromium_process() -> Iterator[str]:
+    """Debian's headless Chromium with a fresh, empty profile, for as long as the block
+    lasts; its DevTools endpoint (``ws://127.0.0.1:PORT/...``) for Playwright to connect
+    to."""
+    executable = chromium()
+    # the profile is removed once chromium is gone (its last writes may race a cleanup)
+    with tempfile.TemporaryDirectory(prefix="interlock-chromium-",
+                                     ignore_cleanup_errors=True) as profile:
+        proc = subprocess.Popen([executable, *CHROMIUM_ARGS, f"--user-data-dir={profile}",
+                                 "--remote-debugging-port=0", "about:blank"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            active = Path(profile) / "DevToolsActivePort"
+            deadline = time.monotonic() + 30
+            while not (active.exists() and len(active.read_text().split()) == 2):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"chromium did not start (exit {proc.poll()})")
+                time.sleep(0.05)
+            port, path = active.read_text().split()
+            yield f"ws://127.0.0.1:{port}{path}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextlib.contextmanager
+def browser_context(endpoint: str) -> Iterator[Any]:
+    """A Playwright context of the Chromium at ``endpoint`` (its own cookies and pages).
+
+    Playwright's sync API keeps an event loop running in this thread while it is
+    connected: code that runs one of its own (``runtime.sync``) goes through
+    :func:`in_thread` meanwhile."""
     from playwright.sync_api import sync_playwright
 
-    executable = chromium()
-    with tempfile.TemporaryDirectory(prefix="interlock-chromium-") as profile, \
-            sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            profile, executable_path=executable, args=CHROMIUM_ARGS, headless=True,
-            viewport={"width": 1280, "height": 900})
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(endpoint)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
         try:
             yield context
         finally:
             context.close()
+            browser.close()
 
 
 class UiServer:

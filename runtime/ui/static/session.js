@@ -224,11 +224,13 @@ function renderQuestions(r) {
 }
 
 let reviewing = null;
+let reviewEnd = null;  // how the last review ended, kept in view
 function renderCorrections(r) {
   const box = document.getElementById("corrections");
   if (reviewing) return;
-  if (!r.to_correct || !r.to_correct.length) { fill(box); return; }
-  fill(box, el("p", {}, "Rejected tasks whose correction you can give: ",
+  const ended = reviewEnd ? el("p", {class: "review-end"}, reviewEnd) : "";
+  if (!r.to_correct || !r.to_correct.length) { fill(box, ended); return; }
+  fill(box, ended, el("p", {}, "Rejected tasks whose correction you can give: ",
     ...r.to_correct.map((task) => el("button", {type: "button", dataset: {review: task},
       onclick: (e) => startReview(task, e.currentTarget)}, `Review ${task}`))));
 }
@@ -272,7 +274,8 @@ function showReview(state) {
     + (state.outcome.staged ? "; a correction is staged for the task's next Executor" : "")
     : `the review ended: ${state.error || "no outcome"}`;
   const marked = state.result && state.result.corrected ? "; the session was told it is corrected" : "";
-  fill(box, el("p", {class: "review-end"}, end + marked));
+  reviewEnd = end + marked;
+  renderCorrections(data.ralph);
 }
 
 // -- invocations and files -------------------------------------------------------------
