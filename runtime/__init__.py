@@ -48,6 +48,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
                   "task_node"),
     "views": ("invocations", "session_files", "session_file", "listening_for",
               "session_marks", "store_changes", "InvocationView", "SessionFile"),
+    "serving": ("serve_app",),
     "ui": ("serve_ui", "ui_app", "UiConfig"),
 }
 # Where a module's names live: interlock.runtime.api.<module>, but the web page's
@@ -124,6 +125,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.ralph import ralph_status as ralph_status
     from interlock.runtime.api.ralph import ralph_task_report as ralph_task_report
     from interlock.runtime.api.ralph import ralph_watch as ralph_watch
+    from interlock.runtime.api.serving import serve_app as serve_app
     from interlock.runtime.api.sessions import JournalEntry as JournalEntry
     from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
     from interlock.runtime.api.sessions import RunResult as RunResult

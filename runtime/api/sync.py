@@ -77,6 +77,7 @@ from interlock.runtime.api.ralph import ralph_poll as ralph_poll
 from interlock.runtime.api.ralph import ralph_review as ralph_review
 from interlock.runtime.api.ralph import ralph_task_report as ralph_task_report
 from interlock.runtime.api.ralph import ralph_watch as ralph_watch
+from interlock.runtime.api.serving import serve_app as serve_app
 from interlock.runtime.api.sessions import JournalEntry as JournalEntry
 from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
 from interlock.runtime.api.sessions import RunResult as RunResult
@@ -232,6 +233,7 @@ __all__ = [
     "run_demo",
     "run_demo_agent",
     "send",
+    "serve_app",
     "serve_inbox",
     "serve_ui",  # noqa: F822 (below: __getattr__)
     "session_chart",

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import secrets
-import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from starlette.applications import Starlette
@@ -70,6 +67,8 @@ def ui_app(config: UiConfig | None = None) -> Starlette:
         loop = asyncio.get_running_loop()
         app.state.closing = closing
         app.state.stop_streams = lambda: loop.call_soon_threadsafe(closing.set)
+        with contextlib.suppress(runtime.InterlockError):
+            await app.state.hub.current()  # read before the first page asks for it
         try:
             yield
         finally:
@@ -89,40 +88,14 @@ def ui_app(config: UiConfig | None = None) -> Starlette:
     return app
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port``; InterlockError in one line when it cannot be
-    had (the port in use, a host not of this machine)."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise runtime.UsageError(f"--host {host}: {exc.strerror}") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise runtime.InterlockError(f"port {port} is in use on {host}: pick another "
-                                         "with --port (or --port 0 for any free one)"
-                                         ) from None
-        raise runtime.InterlockError(f"cannot listen on {host}:{port}: "
-                                     f"{exc.strerror or exc}") from None
-    sock.set_inheritable(True)
-    return sock
-
-
 def serve_ui(*, host: str = "127.0.0.1", port: int = DEFAULT_PORT, token: str | None = None,
              store: str | None = None, root: Path | str | None = None,
              on_ready: Callable[[str, str | None], None] | None = None) -> None:
     """Serve the sessions of ``store`` (and ``root``'s Ralph sessions) on ``host:port``
-    until interrupted. A host other than the loopback needs a token: without ``token`` one
-    is made. ``on_ready(url, token)`` is called once the port is bound (``url`` carries
-    the token, for the first visit). InterlockError (one line) when the port is taken."""
-    import uvicorn
-
+    until Ctrl-C or SIGTERM. A host other than the loopback needs a token: without
+    ``token`` one is made. ``on_ready(url, token)`` is called once it accepts connections
+    (``url`` carries the token, for the first visit). InterlockError (one line) when the
+    port is taken."""
     if not 0 <= port <= 65535:
         raise runtime.UsageError(f"--port {port}: must be in 0..65535")
     loopback = host in LOOPBACK
@@ -130,31 +103,13 @@ def serve_ui(*, host: str = "127.0.0.1", port: int = DEFAULT_PORT, token: str | 
         token = secrets.token_urlsafe(24)
     if token is not None and not token.strip():
         raise runtime.UsageError("--token is empty")
-    sock = _bind(host, port)
-    config = UiConfig(store=store, root=Path(root) if root is not None else Path.cwd(),
-                      token=token, loopback=loopback)
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{bound}/" + (f"?token={token}" if token else "")
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            """Ctrl-C and SIGTERM stop the server, and that is how it ends (exit 0):
-            uvicorn would raise the signal again afterwards."""
-            with super().capture_signals():
-                yield
-                self._captured_signals.clear()
+    app = ui_app(UiConfig(store=store, root=Path(root) if root is not None else Path.cwd(),
+                          token=token, loopback=loopback))
 
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            app.state.stop_streams()  # the open pages' streams end, so the server can
-            super().handle_exit(sig, frame)
+    def started(bound_host: str, bound: int) -> None:
+        if on_ready is not None:
+            shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+            on_ready(f"http://{shown}:{bound}/" + (f"?token={token}" if token else ""), token)
 
-    app = ui_app(config)
-    server = Server(uvicorn.Config(app, log_level="warning", access_log=False,
-                                   lifespan="on", timeout_graceful_shutdown=1, ws="none"))
-    if on_ready is not None:
-        on_ready(url, token)
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
+    runtime.serve_app(app, host=host, port=port, on_started=started,
+                      on_stop=lambda: app.state.stop_streams())

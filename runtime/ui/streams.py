@@ -1,7 +1,8 @@
 """Live updates as server-sent events, woken by the store, never by a polling loop:
 
 * ``/events/sessions``: one watch of the store (:func:`interlock.runtime.store_changes`)
-  for every open sessions page (:class:`SessionsHub`): on a change that moved a session
+  for every open sessions page, kept :data:`LINGER` seconds after the last one closed
+  (:class:`SessionsHub`): on a change that moved a session
   (:func:`interlock.runtime.session_marks`: not a lease renewed) the sessions are listed
   again (at most every :data:`MIN_GAP` seconds) and each page is sent the rows that
   changed (``rows`` events: ``upsert``, ``remove``). Every :data:`LIVENESS` seconds the
@@ -42,6 +43,7 @@ __all__ = ["KEEPALIVE", "MIN_GAP", "ROUTES", "SessionsHub"]
 MIN_GAP = 0.25  # seconds between two lists of the sessions, or two reads of a session
 SETTLE = 0.5  # seconds after a step's read of a session, it is read once more
 LIVENESS = 15.0  # seconds between looks at whether a running session's runner is gone
+LINGER = 30.0  # seconds the sessions stay watched after the last page of them closed
 KEEPALIVE = 15.0
 Event = tuple[str, Any]
 _END = object()
@@ -98,21 +100,25 @@ def event_stream(request: Request, events: AsyncIterator[Event]) -> Response:
 
 class SessionsHub:
     """The sessions as the open sessions pages last saw them, and the one watch of the
-    store that keeps them current while a page listens."""
+    store that keeps them current while a page is open (and :data:`LINGER` seconds after
+    the last one closed: a page loaded again is served at once)."""
 
     def __init__(self, config: UiConfig) -> None:
         self.config = config
         self.rows: dict[str, dict[str, Any]] = {}
         self.marks: dict[str, tuple[int, str, float]] = {}  # of the rows (session_marks)
         self.version = 0
-        self.listed_at = -1.0
         self._listeners: set[asyncio.Queue[Event]] = set()
         self._watch: asyncio.Task[None] | None = None
+        self._alone_since = 0.0  # when the last listener left
         self._lock = asyncio.Lock()
 
     async def current(self) -> tuple[int, list[dict[str, Any]]]:
-        """The version and rows, listed now unless a watch keeps them current."""
-        if self._watch is None or self.listed_at < 0:
+        """The version and rows: as the watch keeps them, else listed now (and watched
+        from now on)."""
+        if self._watch is None:
+            self._alone_since = time.monotonic()
+            self._watch = asyncio.create_task(self._follow_store())  # one, for everyone
             await self.refresh()
         return self.version, list(self.rows.values())
 
@@ -121,7 +127,6 @@ class SessionsHub:
         async with self._lock:
             self.marks = await runtime.session_marks(**self.config.where)
             rows = {row["id"]: row for row in await sessions_rows(self.config)}
-            self.listed_at = time.monotonic()
             upsert = [row for key, row in rows.items() if self.rows.get(key) != row]
             remove = [key for key in self.rows if key not in rows]
             if not upsert and not remove and self.version:
@@ -142,13 +147,20 @@ class SessionsHub:
                     return True
         return False
 
+    def _idle(self) -> bool:
+        return not self._listeners and time.monotonic() - self._alone_since > LINGER
+
     async def _follow_store(self) -> None:
         looked = time.monotonic()
         async for changed in runtime.store_changes(backstop=self.config.backstop,
                                                    **self.config.where):
+            if self._idle():  # nobody has looked for a while: rows are read when asked
+                self._watch = None
+                return
             try:
                 if changed:
-                    marks = await runtime.session_marks(**self.config.where)
+                    async with self._lock:  # after a refresh under way
+                        marks = await runtime.session_marks(**self.config.where)
                     if marks == self.marks:  # a lease renewed, an event queued...
                         continue
                 elif time.monotonic() - looked < LIVENESS or not await self._runner_gone():
@@ -164,8 +176,6 @@ class SessionsHub:
         queue: asyncio.Queue[Event] = asyncio.Queue()
         now, rows = await self.current()
         self._listeners.add(queue)  # no await since: every later change reaches it
-        if self._watch is None:
-            self._watch = asyncio.create_task(self._follow_store())
         try:
             if now != version:
                 yield "rows", {"version": now, "reset": True, "upsert": rows, "remove": []}
@@ -173,18 +183,14 @@ class SessionsHub:
                 yield await queue.get()
         finally:
             self._listeners.discard(queue)
-            if not self._listeners:
-                await self._stop_watch()
+            self._alone_since = time.monotonic()
 
-    async def _stop_watch(self) -> None:
+    async def close(self) -> None:
         watch, self._watch = self._watch, None
         if watch is not None:
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watch
-
-    async def close(self) -> None:
-        await self._stop_watch()
 
 
 async def _sessions_events(request: Request) -> Response:

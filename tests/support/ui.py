@@ -9,7 +9,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -150,22 +149,25 @@ def browser_context(endpoint: str) -> Iterator[Any]:
 
 
 class UiServer:
-    """The web app of ``root`` served by uvicorn in a thread, on 127.0.0.1."""
+    """The web app of ``root`` served in a thread, on 127.0.0.1, by the server
+    ``interlock ui`` runs (runtime/host/serving.py)."""
 
     def __init__(self, root: Path, *, token: str | None = None, store: str | None = None,
                  loopback: bool = True) -> None:
         import uvicorn
 
+        from interlock.runtime.host.serving import Server, bind
+
         self.config = runtime.UiConfig(root=root, token=token, store=store,
                                        loopback=loopback, backstop=2.0)
         self.app = runtime.ui_app(self.config)
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock = bind("127.0.0.1", 0)
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(
-            self.app, log_level="warning", access_log=False,
-            lifespan="on", timeout_graceful_shutdown=1, ws="none"))
+        self.server = Server(uvicorn.Config(self.app, log_level="warning", access_log=False,
+                                            lifespan="on", timeout_graceful_shutdown=1,
+                                            ws="none"),
+                             on_stop=lambda: self.app.state.stop_streams())
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.sock]}, daemon=True)
 
@@ -179,8 +181,7 @@ class UiServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.app.state.stop_streams()  # as Ctrl-C does: the open pages' streams end
-        self.server.should_exit = True
+        self.server.stop()  # as Ctrl-C does: the open pages' streams end first
         self.thread.join(timeout=10)
         self.sock.close()
 
