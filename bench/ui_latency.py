@@ -31,11 +31,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 # beside this file (run as `python bench/ui_latency.py`), as bench/signal_latency.py does
 _live = importlib.import_module("live_sessions")
-percentile, seed_p99 = _live.percentile, _live.seed_p99
+percentile, seed_p99, stop = _live.percentile, _live.seed_p99, _live.stop
+start_paused_ralph = _live.start_paused_ralph
 
 LATENCY_TARGET = 0.300  # seconds, p99
 MIN_STEPS = 100
@@ -75,16 +74,6 @@ def ui_server(root: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
         stop(proc)
 
 
-def stop(proc: subprocess.Popen[Any]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @contextmanager
 def chromium() -> Iterator[Any]:
     """Debian's headless Chromium through Playwright (a fresh profile): its browser."""
@@ -98,28 +87,14 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
-def ralph_state(root: Path, session_id: str) -> str | None:
-    path = root / ".ralph-sessions" / session_id / "metadata.yaml"
-    try:
-        meta = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return None
-    return (meta.get("orchestrator") or {}).get("state")
-
-
 def measure(root: Path, tasks: int) -> tuple[list[float], int]:
     """The latencies of the steps the page showed live, and how many entries it had."""
-    (root / "interlock.yaml").write_text("ralph:\n  knowledge_approval_timeout: 100ms\n")
     request = "; ".join(f"write part {n}" for n in range(1, tasks + 1))
-    subprocess.run([*INTERLOCK, "ralph", "init", "--id", "b", "--request", request],
-                   cwd=root, check=True, capture_output=True)
-    subprocess.run([*INTERLOCK, "signal", "b", "PAUSE", "hold"], cwd=root, check=True,
-                   capture_output=True)
     with ui_server(root) as (_, url), chromium() as browser:
-        run = subprocess.Popen([*INTERLOCK, "ralph", "run", "b"], cwd=root,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run, paused = start_paused_ralph(root, request=request, project=(  # the demo agents
+            "ralph:\n  knowledge_approval_timeout: 100ms\n"))
         try:
-            wait("PAUSED", lambda: ralph_state(root, "b") == "PAUSED")
+            wait("PAUSED", paused)
             page = browser.new_page()
             page.add_init_script(RECORD)
             page.goto(f"{url}/s/b")
@@ -140,15 +115,19 @@ def measure(root: Path, tasks: int) -> tuple[list[float], int]:
     return [a["shown"] - a["at"] for a in live], len(applied)
 
 
+def header(name: str, what: str) -> None:
+    """The first line: the machine, its load, what is measured."""
+    load = os.getloadavg()
+    print(f"{name}: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {what}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--seed", type=int, default=4)
     args = parser.parse_args(argv)
-    load = os.getloadavg()
-    print(f"ui latency: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; a Ralph demo session of "
-          f"{args.tasks} tasks\n")
+    header("ui latency", f"a Ralph demo session of {args.tasks} tasks")
     with tempfile.TemporaryDirectory(prefix="interlock-ui-bench-") as tmp:
         latencies, entries = measure(Path(tmp), args.tasks)
     ordered = sorted(latencies)

@@ -24,10 +24,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,10 +36,10 @@ import psutil
 from interlock import runtime
 
 # beside this file (run as `python bench/ui_sessions.py`), as bench/signal_latency.py does
-AGENT = importlib.import_module("live_sessions").AGENT
+start_paused_ralph = importlib.import_module("live_sessions").start_paused_ralph
 _ui = importlib.import_module("ui_latency")
-INTERLOCK, chromium, ralph_state, ui_server, wait = (
-    _ui.INTERLOCK, _ui.chromium, _ui.ralph_state, _ui.ui_server, _ui.wait)
+INTERLOCK, chromium, header, ui_server, wait = (
+    _ui.INTERLOCK, _ui.chromium, _ui.header, _ui.ui_server, _ui.wait)
 
 LOAD_TARGET = 1.0  # seconds
 CPU_TARGET = 0.5  # percent of one core
@@ -59,18 +57,9 @@ def make_store(root: Path, sessions: int) -> subprocess.Popen[bytes]:
             await runtime.create(root / "door.yaml", session_id=f"d{n:04d}", root=root)
 
     asyncio.run(create())
-    (root / "agent.sh").write_text(AGENT)
-    roles = ("planner", "executor", "reviewer", "questioner", "librarian")
-    (root / "interlock.yaml").write_text("agents:\n" + "".join(
-        f"  {role}: {{cli: command, command: [bash, {root / 'agent.sh'}, {role}]}}\n"
-        for role in roles))
-    subprocess.run([*INTERLOCK, "ralph", "init", "--id", "r", "--request", "bench"],
-                   cwd=root, check=True, capture_output=True)
-    subprocess.run([*INTERLOCK, "signal", "r", "PAUSE", "hold"], cwd=root, check=True,
-                   capture_output=True)
-    run = subprocess.Popen([*INTERLOCK, "ralph", "run", "r"], cwd=root,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait("PAUSED", lambda: ralph_state(root, "r") == "PAUSED")
+    run: subprocess.Popen[bytes]
+    run, paused = start_paused_ralph(root, "r")
+    wait("PAUSED", paused)
     return run
 
 
@@ -112,10 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loads", type=int, default=5)
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     args = parser.parse_args(argv)
-    load = os.getloadavg()
-    print(f"ui sessions: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load "
-          f"average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {args.sessions} sessions + "
-          f"a PAUSED Ralph session, {PAGES} pages, {args.idle_seconds:g} s idle\n")
+    header("ui sessions", f"{args.sessions} sessions + a PAUSED Ralph session, {PAGES} "
+           f"pages, {args.idle_seconds:g} s idle")
     with tempfile.TemporaryDirectory(prefix="interlock-ui-sessions-") as tmp:
         root = Path(tmp)
         made = time.perf_counter()

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import httpx
 
+from support.paths import ROOT
+
 INTERLOCK = [sys.executable, "-m", "interlock.runtime.cli"]
 
 
@@ -44,6 +46,23 @@ def test_another_host_gets_a_token_that_every_request_needs(tmp_path: Path) -> N
         code, err = _stop(proc)
     assert f"token: {token}" in err
     assert code == 0 and "Traceback" not in err
+
+
+UI_EXAMPLE = "$ interlock ui --host 0.0.0.0 --port 8642\n"
+
+
+def test_the_example_of_docs_ui_is_current(tmp_path: Path) -> None:
+    """docs/ui.md's output of `interlock ui --host 0.0.0.0`, with this run's port and
+    token in place of the page's."""
+    block = (ROOT / "docs" / "ui.md").read_text().split(UI_EXAMPLE, 1)[1]
+    shown = block.split("```", 1)[0].splitlines()
+    proc, url = _start(tmp_path, "--host", "0.0.0.0")
+    _, err = _stop(proc)
+    port, token = url.split(":")[2].split("/")[0], url.split("?token=", 1)[1]
+    said = [f"interlock ui: {url}", *err.splitlines()]
+    page_token = shown[0].split("?token=", 1)[1]
+    assert [line.replace(token, page_token).replace(f":{port}/", ":8642/")
+            for line in said] == shown
 
 
 def test_the_loopback_needs_no_token(tmp_path: Path) -> None:

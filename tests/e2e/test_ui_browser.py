@@ -137,6 +137,10 @@ def test_a_ralph_session_lit_live_paused_resumed_and_approved_from_the_page(
         page.get_by_role("button", name="Resume").click()
         view.wait_lit("awaiting_approval")  # it went on: reviewed, waits for approval
         assert "taken" in page.locator("#outcome").inner_text()
+        page.wait_for_function("document.getElementById('ralph-facts').textContent"
+                               ".includes('KNOWLEDGE_APPROVAL')", timeout=WAIT)
+        page.evaluate("document.getElementById('h-chart').scrollIntoView()")
+        shot(page, "ralph-session", full_page=False)  # the README's docs/ui.png
         shot(page, "ralph-session-approval")
         page.get_by_role("button", name="Approve knowledge").click()
         view.wait_lit("COMPLETE")

@@ -190,9 +190,10 @@ class UiServer:
         return self.config.csrf
 
 
-def shot(page: Any, name: str) -> Path:
-    """Save a screenshot of ``page`` under .cache/ui-screenshots/."""
+def shot(page: Any, name: str, *, full_page: bool = True) -> Path:
+    """Save a screenshot of ``page`` under .cache/ui-screenshots/ (``ralph-session.png``
+    is the README's docs/ui.png: copy it there to refresh that)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path
