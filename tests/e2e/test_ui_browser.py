@@ -322,3 +322,19 @@ def test_a_rejected_tasks_correction_given_through_the_review_menu_in_the_page(
     executor = sorted((session(tmp_path) / "iterations/2/invocations").glob("*-executor.md"))
     assert "Previous output was corrected by the player (action: retry" in \
         executor[0].read_text()
+
+
+def test_the_inbox_page_marks_a_message(tmp_path: Path,
+                                        watched: Callable[[UiServer], Watched]) -> None:
+    (tmp_path / "interlock.yaml").write_text("inbox:\n  store: inbox.db\n")
+    first = runtime.post_message("review", "alice", "look at <b>PR 7</b>",
+                                 store=f"sqlite://{tmp_path / 'inbox.db'}")
+    with UiServer(tmp_path) as server:
+        page = watched(server).open("/inbox")
+        row = page.locator(f'tr[data-message="{first}"]')
+        row.wait_for(timeout=WAIT)
+        assert "look at <b>PR 7</b>" in row.inner_text()  # text, as written
+        row.get_by_role("button", name=f"mark {first} done").click()
+        page.wait_for_selector(f'tr[data-message="{first}"][data-status="done"]',
+                               timeout=WAIT)
+        assert page.locator("#outcome").inner_text().startswith("taken:")

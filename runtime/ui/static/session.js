@@ -174,11 +174,30 @@ function renderRalph() {
     {dataset: {task: t.id, marker: t.marker}},
     el("td", {}, t.id), el("td", {class: "mono"}, `[${t.marker}]`), el("td", {}, t.title),
     el("td", {}, t.note || ""))));
+  renderIterations();
   renderSignals(r);
   renderSubagents();
   renderKnowledge(r);
   renderQuestions(r);
   renderCorrections(r);
+}
+
+const ITERATION_FILES = ["progress.md", "plan.yaml", "questions.md", "corrections.md"];
+function renderIterations() {
+  const byIteration = new Map();
+  for (const f of data.files) {
+    const found = f.folder === "ralph" && /^iterations\/(\d+)\/([^/]+)$/.exec(f.path);
+    if (found && ITERATION_FILES.includes(found[2])) {
+      const n = Number(found[1]);
+      if (!byIteration.has(n)) byIteration.set(n, []);
+      byIteration.get(n).push(f);
+    }
+  }
+  const rows = [...byIteration.entries()].sort((a, b) => a[0] - b[0]).map(([n, files]) =>
+    el("li", {}, `iteration ${n}: `, ...files.sort((a, b) => ITERATION_FILES.indexOf(a.path.split("/")[2])
+      - ITERATION_FILES.indexOf(b.path.split("/")[2])).flatMap((f, i) =>
+      [i ? ", " : "", el("a", {href: fileUrl(f)}, f.path.split("/")[2])])));
+  fill(document.getElementById("iterations"), ...(rows.length ? rows : [el("li", {class: "muted"}, "none yet")]));
 }
 
 function renderSignals(r) {

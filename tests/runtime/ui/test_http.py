@@ -221,3 +221,27 @@ def test_the_sessions_stream_sends_what_changed(server: UiServer, project: Path)
         name, change = next(events)
         assert name == "rows" and [r["id"] for r in change["upsert"]] == ["a2"]
         assert change["version"] == first["version"] + 1 and not change.get("reset")
+
+
+def test_the_inbox_page_lists_and_marks_messages(tmp_path: Path,
+                                                 tmp_path_factory: pytest.TempPathFactory
+                                                 ) -> None:
+    """A project whose interlock.yaml has `inbox:`: its messages, and ack/done/failed."""
+    (tmp_path / "interlock.yaml").write_text("inbox:\n  store: inbox.db\n")
+    store = f"sqlite://{tmp_path / 'inbox.db'}"
+    first = runtime.post_message("review", "alice", "look at <b>PR 7</b>",
+                                 correlation_id="pr-7", store=store)
+    with UiServer(tmp_path) as served:
+        page = httpx.get(served.url + "/inbox")
+        assert page.status_code == 200 and "inbox.db" in page.text
+        [message] = httpx.get(served.url + "/api/inbox").json()
+        assert (message["id"], message["from"], message["status"], message["correlation_id"]
+                ) == (first, "alice", "queued", "pr-7")
+        acked = _post(served, f"/inbox/{first}", {"status": "acked"}).json()
+        assert acked["outcome"] == "taken" and "acked" in acked["detail"]
+        again = _post(served, f"/inbox/{first}", {"status": "queued"}).json()
+        assert again["outcome"] == "rejected"
+        assert httpx.get(served.url + "/api/inbox?status=acked").json()[0]["id"] == first
+    with UiServer(tmp_path_factory.mktemp("bare")) as bare:  # no interlock.yaml: no inbox
+        assert "The inbox is off here" in httpx.get(bare.url + "/inbox").text
+        assert httpx.get(bare.url + "/api/inbox").status_code == 404
