@@ -37,7 +37,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
                 "PostedSignal", "Receipt", "Handled", "Rejected", "SIGNAL_TYPES"),
     "ralph": ("ralph_init", "ralph_run", "ralph_resume", "ralph_status", "ralph_poll",
               "ralph_folder", "ralph_watch", "ralph_task_report", "ralph_corrected",
-              "ralph_review", "RalphResult", "RalphStatus", "TaskReview", "ReviewResult"),
+              "ralph_review", "RalphResult", "RalphStatus", "TaskReview", "ReviewResult",
+              "RALPH_TARGETS"),
     "inbox": ("post_message", "list_messages", "mark_message", "poll_settings",
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
               "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox", "project_inbox"),
@@ -111,6 +112,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.interview import staged_prompt as staged_prompt
     from interlock.runtime.api.interview import task_node as task_node
     from interlock.runtime.api.interview import terminal_ui as terminal_ui
+    from interlock.runtime.api.ralph import RALPH_TARGETS as RALPH_TARGETS
     from interlock.runtime.api.ralph import RalphResult as RalphResult
     from interlock.runtime.api.ralph import RalphStatus as RalphStatus
     from interlock.runtime.api.ralph import ReviewResult as ReviewResult

@@ -66,6 +66,7 @@ from interlock.runtime.api.interview import review_blocking as review_blocking
 from interlock.runtime.api.interview import staged_prompt as staged_prompt
 from interlock.runtime.api.interview import task_node as task_node
 from interlock.runtime.api.interview import terminal_ui as terminal_ui
+from interlock.runtime.api.ralph import RALPH_TARGETS as RALPH_TARGETS
 from interlock.runtime.api.ralph import RalphResult as RalphResult
 from interlock.runtime.api.ralph import RalphStatus as RalphStatus
 from interlock.runtime.api.ralph import ReviewResult as ReviewResult
@@ -137,6 +138,7 @@ status = blocking(_sessions.status)
 store_changes = iterating(_views.store_changes)
 
 __all__ = [
+    "RALPH_TARGETS",
     "SIGNAL_TYPES",
     "AgentCheck",
     "AgentCommand",

@@ -17,14 +17,14 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from interlock import runtime
-from interlock.runtime.ui.launch import start_runner
+from interlock.runtime.ui.launch import Outcome, Said, start_runner
 
 if TYPE_CHECKING:
     from interlock.runtime.ui.reviews import Reviews
@@ -32,10 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RECEIPT_WAIT", "ROUTES", "answers_message"]
 
-Outcome = Literal["taken", "queued", "rejected"]
 RECEIPT_WAIT = 2.0  # seconds a signal's receipt (or an event's taking) is waited for
 Body = dict[str, Any]
-Said = tuple[Outcome, str, Body]
 Handler = Callable[["Ctx", str, Body], Awaitable[Said]]
 
 

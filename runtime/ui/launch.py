@@ -18,10 +18,11 @@ from interlock import runtime
 if TYPE_CHECKING:
     from interlock.runtime.ui.server import UiConfig
 
-__all__ = ["START_WAIT", "start_runner"]
+__all__ = ["START_WAIT", "Outcome", "Said", "start_runner"]
 
 START_WAIT = 5.0  # seconds a new runner has to take the session (or to fail)
-Said = tuple[Literal["taken", "queued", "rejected"], str, dict[str, Any]]
+Outcome = Literal["taken", "queued", "rejected"]
+Said = tuple[Outcome, str, dict[str, Any]]  # what an action did, why, and more to say
 
 
 def _last_line(log: Any) -> str:

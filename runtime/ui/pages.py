@@ -24,7 +24,6 @@ __all__ = ["ROUTES", "not_found", "render", "server_error"]
 
 TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                         autoescape=select_autoescape(default=True), auto_reload=False)
-SIGNAL_TYPES = ("STEER", "INFO", "PAUSE", "ABORT", "APPROVE", "SKIP")
 # what a text file of a session is served as: plain text, never a page of its own
 TEXT = "text/plain; charset=utf-8"
 
@@ -84,7 +83,8 @@ async def session_page(request: Request) -> Response:
     info = data["info"]
     return render(request, "session.html", title=f"Session {session_id}", data=data,
                   chart=chart, info=info, ralph=info["machine"] == RALPH_MACHINE
-                  and not info["parent"], signal_types=SIGNAL_TYPES)
+                  and not info["parent"], signal_types=runtime.SIGNAL_TYPES,
+                  targets=runtime.RALPH_TARGETS)
 
 
 async def session_json(request: Request) -> Response:

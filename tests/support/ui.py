@@ -133,6 +133,11 @@ def chromium_process() -> Iterator[str]:
 def browser_context(endpoint: str) -> Iterator[Any]:
     """A Playwright context of the Chromium at ``endpoint`` (its own cookies and pages).
 
+    The pages' Content-Security-Policy is bypassed: what keeps an agent's markup from
+    running is then the page's own escaping, which is what the tests are after (and
+    Playwright's waits may evaluate their conditions). The policy itself is tested over
+    HTTP (tests/runtime/ui/test_http.py).
+
     Playwright's sync API keeps an event loop running in this thread while it is
     connected: code that runs one of its own (``runtime.sync``) goes through
     :func:`in_thread` meanwhile."""
@@ -140,7 +145,8 @@ def browser_context(endpoint: str) -> Iterator[Any]:
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.connect_over_cdp(endpoint)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context = browser.new_context(viewport={"width": 1280, "height": 900},
+                                      bypass_csp=True)
         try:
             yield context
         finally:
