@@ -387,8 +387,8 @@ def ui(
     """Serve a live web page of the sessions: each statechart lit as it runs, the
     timeline, the agents' calls, the files, signal buttons, the Questioner's questions.
 
-    Prints the URL to open (with ?token=... when there is one); Ctrl-C stops it. Exit 1
-    when the port is taken.
+    Prints the URL to open (with ?token=... when there is one); Ctrl-C stops it.
+    Exit 1 when the port is taken.
     """
     from interlock.runtime.cli.ui import serve
 

@@ -216,10 +216,11 @@ def test_what_an_agent_wrote_is_shown_as_text(
             "ss => ss.map(s => `${s.type} ${s.src ? 'file' : 'inline'}`)")
         assert set(scripts) == {"module file", "application/json inline"}  # the page's own
         assert page.evaluate("window.xss") is None
+        shot(page, "agent-answer-as-text")
         view.open("/s/a1/files/session/invocations/0001-ask/stdout")
         assert "<img src=x onerror=alert(1)>" in page.locator("body").inner_text()
         assert page.evaluate("window.xss") is None
-        shot(page, "agent-output-as-text")
+        shot(page, "agent-file-as-text")
     # the fixture asserts that no dialog opened
 
 
