@@ -140,7 +140,7 @@ def measure(row: Row, proc: subprocess.Popen[bytes], store: SqliteStore, session
         time.sleep(rng.uniform(0.05, 0.25))
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -164,7 +164,7 @@ def _measured(row: Row, proc: subprocess.Popen[bytes], ready: tuple[str, Callabl
     except RuntimeError as exc:
         row.problems.append(str(exc))
     finally:
-        _stop(proc)
+        stop(proc)
     return row
 
 
@@ -188,19 +188,24 @@ def idle_run_row(root: Path, idle_seconds: float, signals: int, rng: random.Rand
                      rng)
 
 
-def paused_ralph_row(root: Path, idle_seconds: float, signals: int,
-                     rng: random.Random) -> Row:
-    (root / "agent.sh").write_text(AGENT)
-    roles = ("planner", "executor", "reviewer", "questioner", "librarian")
-    (root / "interlock.yaml").write_text("agents:\n" + "".join(
-        f"  {role}: {{cli: command, command: [bash, {root / 'agent.sh'}, {role}]}}\n"
-        for role in roles))
-    subprocess.run([*INTERLOCK, "ralph", "init", "--id", "b", "--request", "bench"],
+def start_paused_ralph(root: Path, session_id: str = "b", request: str = "bench",
+                       project: str | None = None
+                       ) -> tuple[subprocess.Popen[bytes], Callable[[], bool]]:
+    """``interlock ralph run`` of a new Ralph session that a PAUSE, posted before it
+    started, holds at its first checkpoint; and whether it is PAUSED yet. ``project``:
+    the text of interlock.yaml (default: instant ``command`` agents in every role)."""
+    if project is None:
+        (root / "agent.sh").write_text(AGENT)
+        roles = ("planner", "executor", "reviewer", "questioner", "librarian")
+        project = "agents:\n" + "".join(
+            f"  {role}: {{cli: command, command: [bash, {root / 'agent.sh'}, {role}]}}\n"
+            for role in roles)
+    (root / "interlock.yaml").write_text(project)
+    subprocess.run([*INTERLOCK, "ralph", "init", "--id", session_id, "--request", request],
                    cwd=root, check=True, capture_output=True)
-    folder = root / ".ralph-sessions" / "b"
-    mailbox = Mailbox(folder)
-    mailbox.post(make_signal("PAUSE", message="bench", now=datetime.now(UTC)))
-    proc = subprocess.Popen([*INTERLOCK, "ralph", "run", "b"], cwd=root,
+    folder = root / ".ralph-sessions" / session_id
+    Mailbox(folder).post(make_signal("PAUSE", message="bench", now=datetime.now(UTC)))
+    proc = subprocess.Popen([*INTERLOCK, "ralph", "run", session_id], cwd=root,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def paused() -> bool:
@@ -210,9 +215,15 @@ def paused_ralph_row(root: Path, idle_seconds: float, signals: int,
             return False
         return bool((meta.get("orchestrator") or {}).get("state") == "PAUSED")
 
+    return proc, paused
+
+
+def paused_ralph_row(root: Path, idle_seconds: float, signals: int,
+                     rng: random.Random) -> Row:
+    proc, paused = start_paused_ralph(root)
     return _measured(Row("interlock ralph run, session PAUSED"), proc, ("PAUSED", paused),
-                     root / ".interlock" / "state.db", "b", mailbox, idle_seconds, signals,
-                     rng)
+                     root / ".interlock" / "state.db", "b",
+                     Mailbox(root / ".ralph-sessions" / "b"), idle_seconds, signals, rng)
 
 
 def seed_p99(step: float, rng: random.Random, samples: int = 10_000) -> float:

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 _MODULES: dict[str, tuple[str, ...]] = {
     "sessions": ("start", "create", "resume", "cancel", "remove", "send", "status", "sessions",
                  "log", "follow", "SessionContext", "accepted_events", "resolve_bindings",
+                 "JournalEntry",
                  "check_session_id", "SessionInfo", "SessionStatus", "RunResult",
                  "SendReceipt", "TimerInfo", "RunnerInfo"),
     "errors": ("InterlockError", "UsageError", "NotFound", "Conflict", "StepFailed",
                "AgentsNotReady"),
     "specs": ("validate", "Validation", "draw", "draw_session", "draw_all", "spec_schema",
-              "builtin_specs", "resolve_spec"),
+              "builtin_specs", "resolve_spec", "session_chart"),
     "agents": ("agents_check", "AgentCheck", "Finding"),
     "dispatching": ("dispatch_agents", "dispatch_config", "AgentCommand", "DispatchResult",
                     "PollingConfiguration", "SpawnOptions", "ConfigError", "FlagError",
@@ -37,15 +38,23 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "ralph": ("ralph_init", "ralph_run", "ralph_resume", "ralph_status", "ralph_poll",
               "ralph_folder", "ralph_watch", "ralph_task_report", "ralph_corrected",
               "ralph_clean", "ralph_review", "RalphResult", "RalphStatus", "TaskReview",
-              "ReviewResult"),
+              "ReviewResult", "RALPH_TARGETS"),
     "inbox": ("post_message", "list_messages", "mark_message", "poll_settings",
               "serve_inbox", "set_enabled", "set_interval", "InboxConfigError", "InboxError",
-              "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox"),
+              "BadRequest", "InboxMessage", "MessageStatus", "connect_inbox", "project_inbox"),
     "demo": ("run_demo", "run_demo_agent", "DemoVerdict", "DemoAnswerFormat"),
     "interview": ("review", "resume_review", "review_blocking", "resume_blocking", "staged",
                   "consume_staged", "staged_prompt", "Outcome", "load_answers",
-                  "terminal_ui", "JsonLines", "ScriptedAnswers", "task_node"),
+                  "terminal_ui", "JsonLines", "ScriptedAnswers", "QueuedAnswers", "Question",
+                  "task_node"),
+    "views": ("invocations", "session_files", "session_file", "listening_for",
+              "session_marks", "store_changes", "InvocationView", "SessionFile"),
+    "serving": ("serve_app",),
+    "ui": ("serve_ui", "ui_app", "UiConfig"),
 }
+# Where a module's names live: interlock.runtime.api.<module>, but the web page's
+# (interlock ui) in its own room, above the façade's implementation (docs/architecture.md).
+_HOMES: dict[str, str] = {"ui": "interlock.runtime.ui"}
 _EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items()
                             for name in names}
 _EXPORTS["sync"] = ""
@@ -84,11 +93,14 @@ if TYPE_CHECKING:
     from interlock.runtime.api.inbox import mark_message as mark_message
     from interlock.runtime.api.inbox import poll_settings as poll_settings
     from interlock.runtime.api.inbox import post_message as post_message
+    from interlock.runtime.api.inbox import project_inbox as project_inbox
     from interlock.runtime.api.inbox import serve_inbox as serve_inbox
     from interlock.runtime.api.inbox import set_enabled as set_enabled
     from interlock.runtime.api.inbox import set_interval as set_interval
     from interlock.runtime.api.interview import JsonLines as JsonLines
     from interlock.runtime.api.interview import Outcome as Outcome
+    from interlock.runtime.api.interview import Question as Question
+    from interlock.runtime.api.interview import QueuedAnswers as QueuedAnswers
     from interlock.runtime.api.interview import ScriptedAnswers as ScriptedAnswers
     from interlock.runtime.api.interview import consume_staged as consume_staged
     from interlock.runtime.api.interview import load_answers as load_answers
@@ -100,6 +112,7 @@ if TYPE_CHECKING:
     from interlock.runtime.api.interview import staged_prompt as staged_prompt
     from interlock.runtime.api.interview import task_node as task_node
     from interlock.runtime.api.interview import terminal_ui as terminal_ui
+    from interlock.runtime.api.ralph import RALPH_TARGETS as RALPH_TARGETS
     from interlock.runtime.api.ralph import RalphResult as RalphResult
     from interlock.runtime.api.ralph import RalphStatus as RalphStatus
     from interlock.runtime.api.ralph import ReviewResult as ReviewResult
@@ -115,6 +128,8 @@ if TYPE_CHECKING:
     from interlock.runtime.api.ralph import ralph_status as ralph_status
     from interlock.runtime.api.ralph import ralph_task_report as ralph_task_report
     from interlock.runtime.api.ralph import ralph_watch as ralph_watch
+    from interlock.runtime.api.serving import serve_app as serve_app
+    from interlock.runtime.api.sessions import JournalEntry as JournalEntry
     from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
     from interlock.runtime.api.sessions import RunResult as RunResult
     from interlock.runtime.api.sessions import SendReceipt as SendReceipt
@@ -151,8 +166,20 @@ if TYPE_CHECKING:
     from interlock.runtime.api.specs import draw_all as draw_all
     from interlock.runtime.api.specs import draw_session as draw_session
     from interlock.runtime.api.specs import resolve_spec as resolve_spec
+    from interlock.runtime.api.specs import session_chart as session_chart
     from interlock.runtime.api.specs import spec_schema as spec_schema
     from interlock.runtime.api.specs import validate as validate
+    from interlock.runtime.api.views import InvocationView as InvocationView
+    from interlock.runtime.api.views import SessionFile as SessionFile
+    from interlock.runtime.api.views import invocations as invocations
+    from interlock.runtime.api.views import listening_for as listening_for
+    from interlock.runtime.api.views import session_file as session_file
+    from interlock.runtime.api.views import session_files as session_files
+    from interlock.runtime.api.views import session_marks as session_marks
+    from interlock.runtime.api.views import store_changes as store_changes
+    # The web page's names (serve_ui, ui_app, UiConfig) are not imported here even for
+    # type checkers: the ui room sits beside the CLI, which must not reach it through this
+    # module (the layers contract); they type as Any.
 
 __all__ = sorted(_EXPORTS)
 
@@ -163,7 +190,8 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'interlock.runtime' has no attribute {name!r}")
     if name == "sync":
         return importlib.import_module("interlock.runtime.api.sync")
-    value = getattr(importlib.import_module(f"interlock.runtime.api.{module}"), name)
+    home = _HOMES.get(module, f"interlock.runtime.api.{module}")
+    value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
 

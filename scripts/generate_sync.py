@@ -34,6 +34,22 @@ from __future__ import annotations
 
 '''
 
+# Names of rooms above the façade's implementation (interlock.runtime._HOMES: the web
+# page's) are not imported here (the layers contract): sync hands out the façade's own.
+LAZY = '''
+# the web page's names (interlock ui): a room above this one, found through the façade
+_ABOVE = ({names})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ABOVE:
+        from interlock import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module {{__name__!r}} has no attribute {{name!r}}")
+'''
+
+
 def isort_key(name: str) -> tuple[int, str]:
     """isort's order (ruff's too): CONSTANTS, then Classes, then the rest."""
     return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
@@ -52,8 +68,11 @@ def source() -> str:
     wrapped: list[str] = []
     aliases: dict[str, str] = {}
     names = sorted((n for n in runtime.__all__ if n != "sync"), key=isort_key)
+    above = [n for n in names if modules[n] in runtime._HOMES]  # the ui room's
     for name in names:
         module = modules[name]
+        if name in above:
+            continue
         value = getattr(runtime, name)
         alias = f"_{module}"
         if name in TWINS:
@@ -74,9 +93,12 @@ def source() -> str:
     members.append((("blocking", (2, "")), "import blocking, iterating"))
     modules_lines += [f"from interlock.runtime.api.{key[0]} {names}"
                       for key, names in sorted(members)]
-    listing = "".join(f'    "{n}",\n' for n in names)
-    return (HEADER + "\n".join(modules_lines) + "\n\n"
-            + "\n".join(wrapped) + "\n\n__all__ = [\n" + listing + "]\n")
+    listing = "".join(f'    "{n}",  # noqa: F822 (below: __getattr__)\n' if n in above
+                      else f'    "{n}",\n' for n in names)
+    lazy = LAZY.format(names=", ".join(f'"{n}"' for n in above)) if above else ""
+    return (HEADER + ("from typing import Any\n\n" if above else "")
+            + "\n".join(modules_lines) + "\n\n"
+            + "\n".join(wrapped) + "\n\n__all__ = [\n" + listing + "]\n" + lazy)
 
 
 def main(argv: list[str]) -> int:

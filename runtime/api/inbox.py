@@ -7,6 +7,7 @@ on first use of a call, so the CLI names the statuses without loading them."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interlock.runtime.config.inbox import InboxError
@@ -36,7 +37,30 @@ if TYPE_CHECKING:
 
 __all__ = ["BadRequest", "InboxConfigError", "InboxError", "InboxMessage", "MessageStatus",
            "connect_inbox", "list_messages", "mark_message", "poll_settings", "post_message",
-           "serve_inbox", "set_enabled", "set_interval"]
+           "project_inbox", "serve_inbox", "set_enabled", "set_interval"]
+
+
+def project_inbox(*, root: Path | str | None = None) -> str | None:
+    """The inbox store of the project at ``root`` (default: the working folder) when its
+    ``interlock.yaml`` has an ``inbox:`` section (its sessions poll that inbox): the
+    section's ``store``, else the default SQLite file; None without the section.
+    InboxConfigError for a bad section."""
+    from interlock.machines import SpecError
+    from interlock.runtime.config.inbox import (
+        InboxConfigError,
+        load_poller_config,
+        parse_store_url,
+    )
+
+    base = Path(root) if root is not None else Path.cwd()
+    try:
+        config = load_poller_config(start=base)
+    except SpecError as exc:
+        raise InboxConfigError(str(exc)) from None
+    if config is None:
+        return None
+    where = parse_store_url(config.store, base)
+    return f"sqlite://{where.path}" if where.path is not None else where.url
 
 
 def __getattr__(name: str) -> Any:

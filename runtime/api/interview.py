@@ -26,7 +26,12 @@ from interlock.runtime.interview.driver import (
 )
 from interlock.runtime.interview.driver import resume_interview as _resume
 from interlock.runtime.interview.driver import review as _review
-from interlock.runtime.interview.frontends import AnswersError, JsonLines, ScriptedAnswers
+from interlock.runtime.interview.frontends import (
+    AnswersError,
+    JsonLines,
+    QueuedAnswers,
+    ScriptedAnswers,
+)
 from interlock.runtime.interview.frontends import load_answers as _load_answers
 from interlock.runtime.interview.poller import PollerFailed, choose_agent
 from interlock.runtime.interview.protocol import AnswerValue, Question
@@ -34,8 +39,8 @@ from interlock.runtime.signals.model import SignalError
 from interlock.runtime.signals.staged import staged_prompt as staged_prompt
 from interlock.runtime.signals.staged import task_node as staged_task_node
 
-__all__ = ["EXIT_CODES", "FrontEnd", "JsonLines", "Outcome", "Question", "ScriptedAnswers",
-           "consume_staged", "load_answers", "resume_review", "review", "staged",
+__all__ = ["EXIT_CODES", "FrontEnd", "JsonLines", "Outcome", "Question", "QueuedAnswers",
+           "ScriptedAnswers", "consume_staged", "load_answers", "resume_review", "review", "staged",
            "staged_prompt", "task_node", "terminal_ui"]
 
 

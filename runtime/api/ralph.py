@@ -50,6 +50,7 @@ from interlock.runtime.signals.model import SignalError, check_identifier
 from interlock.runtime.store import SessionNotFound, Store
 
 __all__ = [
+    "RALPH_TARGETS",
     "RalphResult",
     "RalphStatus",
     "ReviewResult",
@@ -65,6 +66,10 @@ __all__ = [
     "ralph_task_report",
     "ralph_watch",
 ]
+
+
+#: The targets a signal for a Ralph session may name: ALL, or one of its identities.
+RALPH_TARGETS: tuple[str, ...] = ("ALL", *IDENTITIES.values())
 
 
 def _folder(session_id: str, root: Path | str | None) -> RalphFolder:

@@ -9,7 +9,6 @@ the caller's event loop stays free. ``store`` is a store URL (default: SQLite in
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -30,6 +29,7 @@ from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, OpenHost, Se
 from interlock.runtime.engine.context import SessionContext as SessionContext
 from interlock.runtime.engine.context import with_session
 from interlock.runtime.engine.host import SessionHost
+from interlock.runtime.engine.invoke_machine import parent_id
 from interlock.runtime.engine.lifecycle import StatusInfo, list_sessions, status_of
 from interlock.runtime.engine.runner import new_session_id
 from interlock.runtime.engine.session import Step
@@ -37,11 +37,8 @@ from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.inbox.session import InboxCount, attach_inbox, inbox_count
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SignalError, check_identifier
-from interlock.runtime.store import (
-    JournalEntry,
-    SessionRow,
-    Store,
-)
+from interlock.runtime.store import JournalEntry as JournalEntry
+from interlock.runtime.store import SessionRow, Store
 
 SessionStatus = Literal["running", "stopped", "failed", "finished", "cancelled"]
 Outcome = Literal["finished", "stopped", "failed", "cancelled", "removed"]
@@ -529,14 +526,10 @@ async def sessions(*, store: str | None = None, root: Path | str | None = None,
         return []
 
 
-_CHILD_ID = re.compile(r"^(?P<parent>.+)\.\d{4}-[A-Za-z_][A-Za-z0-9_]*$")
-
-
 def parent_session(session_id: str, known: Collection[str]) -> str | None:
     """The session that invoked ``session_id`` (a child machine's id is
     ``<parent>.<NNNN>-<invoke id>``), when it is among ``known``."""
-    found = _CHILD_ID.match(session_id)
-    parent = found.group("parent") if found else None
+    parent = parent_id(session_id)
     return parent if parent in known else None
 
 
@@ -550,14 +543,18 @@ async def log(session_id: str, *, after_seq: int = -1, store: str | None = None,
         return await asyncio.to_thread(opened.journal, session_id, after_seq)
 
 
-async def follow(session_id: str, *, poll: float = 0.2, store: str | None = None,
-                 root: Path | str | None = None) -> AsyncIterator[JournalEntry]:
-    """The journal, then each new entry as it is committed, until the session ends."""
+async def follow(session_id: str, *, poll: float = 0.2, backstop: float = 1.0,
+                 store: str | None = None, root: Path | str | None = None
+                 ) -> AsyncIterator[JournalEntry]:
+    """The journal, then each new entry as it is committed, until the session ends. It
+    waits on the store's wake-ups; ``poll``: how often it looks where the store gives none
+    (PostgreSQL), ``backstop``: where it does, the longest wait between looks."""
     check_session_id(session_id)
     with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
             translated():
         await asyncio.to_thread(opened.get, session_id)
-        async for entry in lifecycle.follow_journal(opened, session_id, poll=poll):
+        async for entry in lifecycle.follow_journal(opened, session_id, poll=poll,
+                                                    backstop=backstop):
             yield entry
 
 

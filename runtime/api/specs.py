@@ -24,7 +24,8 @@ SPEC_SUFFIXES = (".yaml", ".yml")
 SKIPPED_DIRS = ("node_modules", "__pycache__")
 
 __all__ = ["SPEC_SUFFIXES", "Validation", "builtin_specs", "draw", "draw_all", "draw_session",
-           "existing_spec", "expand_paths", "resolve_spec", "spec_schema", "validate"]
+           "existing_spec", "expand_paths", "resolve_spec", "session_chart", "spec_schema",
+           "validate"]
 
 
 def _skipped(relative: Path) -> bool:
@@ -179,6 +180,28 @@ async def draw_session(session_id: str, fmt: DrawFormat = "mermaid", *,
         row = await asyncio.to_thread(opened.get, session_id)
     active = frozenset(Snapshot.from_json(row.snapshot).configuration)
     return _render(Path(row.spec_path), fmt, row.spec_text, active)
+
+
+async def session_chart(session_id: str, *, store: str | None = None,
+                        root: Path | str | None = None) -> str:
+    """The session's statechart for a live page: the SVG of its own spec, each drawn
+    state marked ``data-state="<id>"`` and ``data-active="true|false"`` (as of its last
+    step), each transition ``data-from``/``data-to``; nothing filled (a page lights the
+    active states with CSS); safe to inline (:mod:`interlock.runtime.diagrams.live`)."""
+    from interlock.machines.render import render_dot
+    from interlock.runtime.diagrams.graphviz import GraphvizError, render_with_dot
+    from interlock.runtime.diagrams.live import annotate_svg
+
+    check_session_id(session_id)
+    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
+            translated():
+        row = await asyncio.to_thread(opened.get, session_id)
+    ir = build_ir(loads(row.spec_text, row.spec_path))
+    try:
+        svg = await asyncio.to_thread(render_with_dot, render_dot(ir), "svg")
+    except GraphvizError as exc:
+        raise InterlockError(str(exc)) from None
+    return annotate_svg(svg, ir, Snapshot.from_json(row.snapshot).configuration)
 
 
 def draw_all(spec_dir: Path | str, out_dir: Path | str) -> list[Path]:

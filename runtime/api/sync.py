@@ -11,11 +11,14 @@ checks the two agree): do not edit by hand.
 
 from __future__ import annotations
 
+from typing import Any
+
 from interlock.runtime.api import dispatching as _dispatching
 from interlock.runtime.api import interview as _interview
 from interlock.runtime.api import ralph as _ralph
 from interlock.runtime.api import sessions as _sessions
 from interlock.runtime.api import specs as _specs
+from interlock.runtime.api import views as _views
 from interlock.runtime.api.agents import AgentCheck as AgentCheck
 from interlock.runtime.api.agents import Finding as Finding
 from interlock.runtime.api.agents import agents_check as agents_check
@@ -48,11 +51,14 @@ from interlock.runtime.api.inbox import list_messages as list_messages
 from interlock.runtime.api.inbox import mark_message as mark_message
 from interlock.runtime.api.inbox import poll_settings as poll_settings
 from interlock.runtime.api.inbox import post_message as post_message
+from interlock.runtime.api.inbox import project_inbox as project_inbox
 from interlock.runtime.api.inbox import serve_inbox as serve_inbox
 from interlock.runtime.api.inbox import set_enabled as set_enabled
 from interlock.runtime.api.inbox import set_interval as set_interval
 from interlock.runtime.api.interview import JsonLines as JsonLines
 from interlock.runtime.api.interview import Outcome as Outcome
+from interlock.runtime.api.interview import Question as Question
+from interlock.runtime.api.interview import QueuedAnswers as QueuedAnswers
 from interlock.runtime.api.interview import ScriptedAnswers as ScriptedAnswers
 from interlock.runtime.api.interview import load_answers as load_answers
 from interlock.runtime.api.interview import resume_blocking as resume_blocking
@@ -60,6 +66,7 @@ from interlock.runtime.api.interview import review_blocking as review_blocking
 from interlock.runtime.api.interview import staged_prompt as staged_prompt
 from interlock.runtime.api.interview import task_node as task_node
 from interlock.runtime.api.interview import terminal_ui as terminal_ui
+from interlock.runtime.api.ralph import RALPH_TARGETS as RALPH_TARGETS
 from interlock.runtime.api.ralph import RalphResult as RalphResult
 from interlock.runtime.api.ralph import RalphStatus as RalphStatus
 from interlock.runtime.api.ralph import ReviewResult as ReviewResult
@@ -72,6 +79,8 @@ from interlock.runtime.api.ralph import ralph_poll as ralph_poll
 from interlock.runtime.api.ralph import ralph_review as ralph_review
 from interlock.runtime.api.ralph import ralph_task_report as ralph_task_report
 from interlock.runtime.api.ralph import ralph_watch as ralph_watch
+from interlock.runtime.api.serving import serve_app as serve_app
+from interlock.runtime.api.sessions import JournalEntry as JournalEntry
 from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
 from interlock.runtime.api.sessions import RunResult as RunResult
 from interlock.runtime.api.sessions import SendReceipt as SendReceipt
@@ -99,6 +108,8 @@ from interlock.runtime.api.specs import draw_all as draw_all
 from interlock.runtime.api.specs import resolve_spec as resolve_spec
 from interlock.runtime.api.specs import spec_schema as spec_schema
 from interlock.runtime.api.specs import validate as validate
+from interlock.runtime.api.views import InvocationView as InvocationView
+from interlock.runtime.api.views import SessionFile as SessionFile
 
 cancel = blocking(_sessions.cancel)
 consume_staged = blocking(_interview.consume_staged)
@@ -106,6 +117,8 @@ create = blocking(_sessions.create)
 dispatch_agents = blocking(_dispatching.dispatch_agents)
 draw_session = blocking(_specs.draw_session)
 follow = iterating(_sessions.follow)
+invocations = blocking(_views.invocations)
+listening_for = blocking(_views.listening_for)
 log = blocking(_sessions.log)
 ralph_resume = blocking(_ralph.ralph_resume)
 ralph_run = blocking(_ralph.ralph_run)
@@ -115,12 +128,18 @@ resume = blocking(_sessions.resume)
 resume_review = _interview.resume_blocking
 review = _interview.review_blocking
 send = blocking(_sessions.send)
+session_chart = blocking(_specs.session_chart)
+session_file = blocking(_views.session_file)
+session_files = blocking(_views.session_files)
+session_marks = blocking(_views.session_marks)
 sessions = blocking(_sessions.sessions)
 staged = blocking(_interview.staged)
 start = blocking(_sessions.start)
 status = blocking(_sessions.status)
+store_changes = iterating(_views.store_changes)
 
 __all__ = [
+    "RALPH_TARGETS",
     "SIGNAL_TYPES",
     "AgentCheck",
     "AgentCommand",
@@ -138,12 +157,16 @@ __all__ = [
     "InboxError",
     "InboxMessage",
     "InterlockError",
+    "InvocationView",
+    "JournalEntry",
     "JsonLines",
     "MessageStatus",
     "NotFound",
     "Outcome",
     "PollingConfiguration",
     "PostedSignal",
+    "Question",
+    "QueuedAnswers",
     "RalphResult",
     "RalphStatus",
     "Receipt",
@@ -154,12 +177,14 @@ __all__ = [
     "ScriptedAnswers",
     "SendReceipt",
     "SessionContext",
+    "SessionFile",
     "SessionInfo",
     "SessionStatus",
     "SpawnOptions",
     "StepFailed",
     "TaskReview",
     "TimerInfo",
+    "UiConfig",  # noqa: F822 (below: __getattr__)
     "UsageError",
     "Validation",
     "accepted_events",
@@ -177,7 +202,9 @@ __all__ = [
     "draw_all",
     "draw_session",
     "follow",
+    "invocations",
     "list_messages",
+    "listening_for",
     "load_answers",
     "log",
     "mailbox_folder",
@@ -187,6 +214,7 @@ __all__ = [
     "poll_settings",
     "post_message",
     "post_signal",
+    "project_inbox",
     "ralph_clean",
     "ralph_corrected",
     "ralph_folder",
@@ -209,7 +237,13 @@ __all__ = [
     "run_demo",
     "run_demo_agent",
     "send",
+    "serve_app",
     "serve_inbox",
+    "serve_ui",  # noqa: F822 (below: __getattr__)
+    "session_chart",
+    "session_file",
+    "session_files",
+    "session_marks",
     "sessions",
     "set_enabled",
     "set_interval",
@@ -218,8 +252,21 @@ __all__ = [
     "staged_prompt",
     "start",
     "status",
+    "store_changes",
     "task_node",
     "terminal_ui",
+    "ui_app",  # noqa: F822 (below: __getattr__)
     "validate",
     "wait_for_receipt",
 ]
+
+# the web page's names (interlock ui): a room above this one, found through the façade
+_ABOVE = ("UiConfig", "serve_ui", "ui_app")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ABOVE:
+        from interlock import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -375,6 +375,29 @@ def signal_(
                                  create=create, store_url=store, task=task))
 
 
+@app.command("ui")
+def ui(
+    host: Annotated[str, typer.Option("--host", metavar="HOST", help="Where to listen: "
+                                      "127.0.0.1 (this machine only); any other host needs "
+                                      "a token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", min=0, max=65535,
+                                      help="The port (0: any free one).")] = 8642,
+    token: Annotated[str | None, typer.Option("--token", metavar="TOKEN", help="Ask every "
+                                              "request for this token (made and printed "
+                                              "when --host is not 127.0.0.1).")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Serve a live web page of the sessions: each statechart lit as it runs, the
+    timeline, the agents' calls, the files, signal buttons, the Questioner's questions.
+
+    Prints the URL to open (with ?token=... when there is one); Ctrl-C stops it.
+    Exit 1 when the port is taken.
+    """
+    from interlock.runtime.cli.ui import serve
+
+    raise typer.Exit(serve(host, port, token, store))
+
+
 from interlock.runtime.cli.agents import agents_app  # noqa: E402
 
 app.add_typer(agents_app, name="agents")

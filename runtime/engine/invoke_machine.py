@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +130,20 @@ def is_machine(record: InvocationRecord) -> bool:
 def child_session_id(parent_id: str, spool: str) -> str:
     """The child session's id: the parent's, a dot, the invocation folder's name."""
     return f"{parent_id}.{Path(spool).name}"
+
+
+_CHILD_ID = re.compile(r"^(?P<parent>.+)\.\d{4}-[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parent_id(session_id: str) -> str | None:
+    """The id of the session that would have invoked ``session_id``, read from its shape
+    (``<parent>.<NNNN>-<invoke id>``: :func:`child_session_id`); None for a plain id.
+
+    >>> parent_id("s.0003-executor"), parent_id("s")
+    ('s', None)
+    """
+    found = _CHILD_ID.match(session_id)
+    return found.group("parent") if found else None
 
 
 def final_state(runner: Runner) -> str | None:

@@ -173,13 +173,13 @@ def wait_taken(store: Store, session_id: str, item: int, timeout: float) -> bool
             changes.wait(left)
 
 
-async def follow_journal(store: Store, session_id: str, *, poll: float = 0.2
-                         ) -> AsyncIterator[JournalEntry]:
+async def follow_journal(store: Store, session_id: str, *, poll: float = 0.2,
+                         backstop: float = 1.0) -> AsyncIterator[JournalEntry]:
     """The session's journal, then each new entry as it is committed, until the session
     ends (finished, failed or cancelled). Woken by the store's changes (``poll``: the
-    interval without them)."""
+    interval without them; ``backstop``: the longest wait for one)."""
     seen = -1
-    with StoreChanges(store, poll=poll) as changes:
+    with StoreChanges(store, poll=poll, backstop=backstop) as changes:
         while True:
             changes.clear()
             row = await asyncio.to_thread(store.get, session_id)  # before the journal:
@@ -188,7 +188,7 @@ async def follow_journal(store: Store, session_id: str, *, poll: float = 0.2
                 yield entry
             if row.status in ("finished", "failed", "cancelled"):
                 return
-            await asyncio.to_thread(changes.wait, 1.0)
+            await asyncio.to_thread(changes.wait, backstop)
 
 
 def remove(store: Store, session_id: str, now: float, *, force: bool = False) -> StatusInfo:

@@ -57,6 +57,7 @@ from interlock.runtime.engine.invoke import InvokeNote, Invoker
 from interlock.runtime.engine.invoke_handler import InvokeHandlers, missing_handlers
 from interlock.runtime.engine.invoke_machine import MachineResolver
 from interlock.runtime.engine.session import MAX_TIMER_STEPS, Session, SessionError, Step
+from interlock.runtime.engine.session_files import folder_of
 from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.host.owners import default_owner, owner_is_dead
 from interlock.runtime.store.base import (
@@ -72,7 +73,6 @@ from interlock.runtime.store.base import (
     SpecSource,
     StaleSession,
     Store,
-    StoreConnection,
     StoreError,
 )
 from interlock.runtime.store.wakeup import on_session_bell
@@ -709,7 +709,7 @@ class Runner:
                        *, resumed: bool) -> None:
         self.invoker = Invoker(
             self.store, self.session_id, self.session.ir, spec_path=self.spec_path,
-            folder=folder or _session_folder(self.store, self.session_id), clock=self.clock,
+            folder=folder or folder_of(self.store, self.session_id), clock=self.clock,
             wake=self.wake, config=config, handlers=invokers, machines=machines,
             owner=self.lease.owner)
         active, context = self.session.active, self.session.context
@@ -864,14 +864,6 @@ def _invoke_of(event: str) -> str | None:
     machine's done event adds its final state: ``done.invoke.<id>.<final>``)."""
     prefix = next((p for p in _INVOKE_EVENTS if event.startswith(p)), None)
     return event[len(prefix):].split(".", 1)[0] if prefix is not None else None
-
-
-def _session_folder(store: StoreConnection, session_id: str) -> Path:
-    """``.interlock/sessions/<id>``: beside a SQLite store's file, else in the working
-    folder."""
-    path = getattr(store, "path", None)
-    base = path.parent if isinstance(path, Path) else Path.cwd() / ".interlock"
-    return base / "sessions" / session_id
 
 
 def _status(session: Session) -> str:

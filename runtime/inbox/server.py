@@ -23,11 +23,10 @@ unavailable)::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -36,6 +35,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from interlock.runtime.config.inbox import InboxError
+from interlock.runtime.host.serving import bind as bind
+from interlock.runtime.host.serving import serve as http_serve
 from interlock.runtime.inbox.base import DEFAULT_LEASE, InboxAdapter
 from interlock.runtime.inbox.model import (
     BadRequest,
@@ -185,45 +186,15 @@ def create_app(adapter: InboxAdapter) -> Starlette:
     ])
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on host:port (port 0: a free one); OSError names the problem."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle: replies at once
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.listen(512)
-    sock.set_inheritable(True)
-    return sock
-
-
 def serve(adapter: InboxAdapter, sock: socket.socket, *, announce: bool = True) -> None:
     """Serve ``adapter`` on a bound socket until SIGINT/SIGTERM. Prints
     ``listening on http://HOST:PORT`` (flushed) once the server accepts connections."""
-    import uvicorn
-
     host, port = sock.getsockname()[:2]
 
-    class _Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            """SIGINT/SIGTERM stop the server gracefully, and that is a clean exit (0):
-            uvicorn would raise the signal again afterwards."""
-            with super().capture_signals():
-                yield
-                self._captured_signals.clear()
+    def started() -> None:
+        if announce:
+            shown = f"[{host}]" if ":" in host else host
+            sys.stdout.write(f"listening on http://{shown}:{port}\n")
+            sys.stdout.flush()
 
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if announce:
-                shown = f"[{host}]" if ":" in host else host
-                sys.stdout.write(f"listening on http://{shown}:{port}\n")
-                sys.stdout.flush()
-
-    config = uvicorn.Config(create_app(adapter), log_level="warning", access_log=False,
-                            lifespan="off")
-    _Server(config).run(sockets=[sock])
+    http_serve(create_app(adapter), sock, on_started=started, lifespan="off")

@@ -1,4 +1,4 @@
-"""The script and JSON front ends (the terminal UI is :mod:`.terminal`).
+"""The script, JSON and queued front ends (the terminal UI is :mod:`.terminal`).
 
 ``--answers FILE``: a YAML list, in the order the questions are asked, starting with the
 menu choice: an option key, a list of keys for a multi-select, or text. ``<`` is Back,
@@ -10,6 +10,8 @@ answer one line on stdin, ``{"id": QUESTION_ID, "answer": KEY | [KEYS] | TEXT}``
 ``{"id": ..., "abort": true}``; EOF on stdin aborts. An answer that does not fit is told
 (``{"error": ..., "id": ...}``) and the question asked again. The last line is
 ``{"resolution": ..., "poller_id": ..., "staged": {...} | null}``.
+
+:class:`QueuedAnswers` is answered from another thread (``interlock ui``'s forms).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import json
 import os
 import select
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -189,3 +193,111 @@ class JsonLines:
 
     def finish(self, outcome: Outcome) -> None:
         self._emit(outcome.to_json())
+
+
+class QueuedAnswers:
+    """A front end answered from another thread (a web page): :meth:`ask` publishes the
+    question and blocks until :meth:`answer` or :meth:`abort` (or the question's
+    deadline: NoAnswer); :meth:`state` is what there is to show, and
+    :meth:`wait_question` waits for the next question or the end. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._version = 0
+        self._asked: tuple[str, Question, AnswerValue | None] | None = None
+        self._asked_at = -1  # the version that asked it
+        self._answer: AnswerValue | None = None
+        self._aborted = False
+        self._output: tuple[str, str] | None = None
+        self._outcome: Outcome | None = None
+        self._error: str | None = None
+
+    def _bump(self) -> None:
+        self._version += 1
+        self._changed.notify_all()
+
+    # -- the interview's side ----------------------------------------------------------
+
+    def show_output(self, node: str, text: str) -> None:
+        with self._changed:
+            self._output = (node, text)
+            self._bump()
+
+    def ask(self, question: Question, *, session: str, default: AnswerValue | None,
+            deadline: float | None) -> AnswerValue:
+        with self._changed:
+            self._asked, self._answer = (session, question, default), None
+            self._bump()
+            self._asked_at = self._version
+            try:
+                while (given := self._given()) is None:
+                    if self._aborted:
+                        raise Aborted()
+                    left = None if deadline is None else deadline - time.time()
+                    if left is not None and left <= 0:
+                        raise NoAnswer()
+                    self._changed.wait(left)
+                return given
+            finally:
+                self._asked = None
+
+    def _given(self) -> AnswerValue | None:
+        return self._answer
+
+    def finish(self, outcome: Outcome) -> None:
+        with self._changed:
+            self._outcome = outcome
+            self._bump()
+
+    def failed(self, message: str) -> None:
+        """The interview ended without an outcome; ``message`` says why."""
+        with self._changed:
+            self._error = message
+            self._bump()
+
+    # -- the page's side ---------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """``{"version", "output", "question", "outcome", "error"}``: the unit's output
+        (``{node, text}``), the question waiting for an answer (its JSON, with
+        ``session`` and ``default``), how it ended; None where there is none."""
+        with self._changed:
+            question = None
+            if self._asked is not None:
+                session, asked, default = self._asked
+                question = {"session": session, **asked.to_json(), "default": default}
+            return {"version": self._version, "question": question,
+                    "output": None if self._output is None else
+                    {"node": self._output[0], "text": self._output[1]},
+                    "outcome": None if self._outcome is None else self._outcome.to_json(),
+                    "error": self._error}
+
+    def answer(self, question_id: str, answer: Any) -> int:
+        """Answer the waiting question; the version it leaves (for
+        :meth:`wait_question`). ProtocolError (one line) when no question ``question_id``
+        waits or the answer does not fit it."""
+        with self._changed:
+            if self._asked is None or self._asked[1].id != question_id:
+                raise ProtocolError(f"no question {question_id!r} waits for an answer")
+            self._answer = self._asked[1].check(answer)
+            self._bump()
+            return self._version
+
+    def abort(self) -> None:
+        with self._changed:
+            self._aborted = True
+            self._bump()
+
+    @property
+    def over(self) -> bool:
+        with self._changed:
+            return self._outcome is not None or self._error is not None
+
+    def wait_question(self, after: int, timeout: float) -> dict[str, Any]:
+        """:meth:`state` once a question asked after version ``after`` waits, or the
+        interview is over (or after ``timeout``)."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._outcome is not None or self._error is not None
+                or (self._asked is not None and self._asked_at > after), timeout)
+        return self.state()

@@ -7,7 +7,9 @@
   and no other session's commits wake the runner.
 * A waiter for anything else (the runner took an event, released its lease, journaled a
   step: ``engine/lifecycle``) watches the database itself (:func:`on_store_change`):
-  every SQLite commit, by any process, modifies the write-ahead log ``<db>-wal``.
+  every SQLite commit, by any process, writes to the write-ahead log ``<db>-wal``. Only
+  writes count: a connection opened or closed (a reader's) creates, opens and closes
+  that file too, and would wake every waiter, the reader's own included.
 
 Both are hints: the watchers still look on a slow backstop interval, for file systems
 without inotify. Stores with no wake-up (PostgreSQL) return None: their users poll.
@@ -35,14 +37,17 @@ class _Folder:
 
     def __init__(self) -> None:
         self.watch: Any = None
-        self.subscribers: dict[int, tuple[frozenset[str], Callable[[], None]]] = {}
+        self.subscribers: dict[int, tuple[frozenset[str], bool, Callable[[], None]]] = {}
 
     def dispatch(self, event: FileSystemEvent) -> None:
+        from watchdog.events import FileModifiedEvent
+
         if event.is_directory:
             return
         name = Path(os.fsdecode(event.src_path)).name
-        for names, callback in list(self.subscribers.values()):
-            if name in names:
+        written = isinstance(event, FileModifiedEvent)
+        for names, writes_only, callback in list(self.subscribers.values()):
+            if name in names and (written or not writes_only):
                 callback()
 
 
@@ -55,10 +60,11 @@ class StoreWatch:
         self._folders: dict[Path, _Folder] = {}
         self._next = 0
 
-    def subscribe(self, folder: Path, names: frozenset[str], callback: Callable[[], None]
-                  ) -> Unsubscribe:
+    def subscribe(self, folder: Path, names: frozenset[str], callback: Callable[[], None],
+                  *, writes_only: bool = False) -> Unsubscribe:
         """Call ``callback`` (on watchdog's thread) whenever a file of ``folder`` named in
-        ``names`` is created, modified or closed after writing."""
+        ``names`` is created, modified or closed after writing (``writes_only``: only
+        modified, i.e. written to)."""
         from watchdog.events import (
             FileClosedEvent,
             FileCreatedEvent,
@@ -83,7 +89,7 @@ class StoreWatch:
                     event_filter=[FileModifiedEvent, FileCreatedEvent, FileClosedEvent])
             token = self._next
             self._next += 1
-            watched.subscribers[token] = (names, callback)
+            watched.subscribers[token] = (names, writes_only, callback)
 
         def unsubscribe() -> None:
             with self._lock:
@@ -110,7 +116,7 @@ def on_store_change(store: Store, callback: Callable[[], None]) -> Unsubscribe |
     try:
         return _watch.subscribe(store.path.parent,
                                 frozenset({store.path.name, f"{store.path.name}-wal"}),
-                                callback)
+                                callback, writes_only=True)
     except OSError:  # no inotify (or out of watches): poll instead
         return None
 
@@ -145,9 +151,16 @@ class StoreChanges:
         """Forget the changes so far (call it before reading the store)."""
         self._changed.clear()
 
-    def wait(self, timeout: float) -> None:
-        self._changed.wait(max(0.0, min(timeout, self.interval)))
+    @property
+    def watched(self) -> bool:
+        """Whether the store gives wake-ups (else :meth:`wait` only times out)."""
+        return self._unsubscribe is not None
+
+    def wait(self, timeout: float) -> bool:
+        """Whether a wake-up ended the wait (False: ``timeout`` or ``poll`` passed)."""
+        woken = self._changed.wait(max(0.0, min(timeout, self.interval)))
         self._changed.clear()
+        return woken
 
     def close(self) -> None:
         if self._unsubscribe is not None:

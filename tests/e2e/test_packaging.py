@@ -7,6 +7,7 @@ import sys
 import venv
 from pathlib import Path
 
+import httpx
 import pytest
 
 from support.paths import ROOT
@@ -41,3 +42,20 @@ def test_wheel_installs_and_validates_builtin_specs(tmp_path: Path) -> None:
     assert checked.returncode == 0, checked.stdout + checked.stderr
     top_level = {p.name for p in (env_dir / "lib").glob("python*/site-packages/*")}
     assert "machines" not in top_level and "runtime" not in top_level
+    # interlock ui ships its page whole: templates, scripts and styles, no CDN
+    ui = next((env_dir / "lib").glob("python*/site-packages/interlock/runtime/ui"))
+    shipped = {p.relative_to(ui).as_posix() for p in ui.rglob("*") if p.is_file()
+               and "__pycache__" not in p.parts}
+    sources = ROOT / "runtime" / "ui"
+    assert {p.relative_to(sources).as_posix() for p in sources.rglob("*")
+            if p.suffix in (".html", ".js", ".css")} <= shipped
+    served = subprocess.Popen([str(interlock), "ui", "--port", "0"], cwd=tmp_path, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert served.stdout is not None
+        url = served.stdout.readline().split(": ", 1)[1].strip()
+        for path in ("", "static/app.css", "static/session.js"):
+            assert httpx.get(url + path).status_code == 200, path
+    finally:
+        served.terminate()
+        served.wait(15)
