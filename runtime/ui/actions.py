@@ -4,7 +4,7 @@ this server's own page's) and answers what happened, as ``{"outcome", "detail"}`
 next run) or ``rejected`` (and why).
 
 Signals are posted into the session's mailbox through :func:`interlock.runtime.post_signal`
-exactly as ``interlock signal`` posts them (type, message, target, iteration), then their
+exactly as ``interlock signal`` posts them (type, message, target, iteration, task), then their
 receipt is waited for a moment; events go through :func:`interlock.runtime.send`;
 cancel, resume, the Questioner's answers (``ralph resume --message``), the review of a
 rejected task (the review menu's questions) and the inbox's ack/done/failed through
@@ -80,7 +80,7 @@ async def _signal(ctx: Ctx, session_id: str, body: Body) -> Said:
     posted = await asyncio.to_thread(
         runtime.post_signal, session_id, kind, _text(body, "message"),
         target=(_text(body, "target") or "ALL").strip(), iteration=iteration,
-        **ctx.where)
+        task=(_text(body, "task") or "").strip() or None, **ctx.where)
     receipt = await asyncio.to_thread(runtime.wait_for_receipt, posted, RECEIPT_WAIT)
     name = f"{kind} {posted.id}"
     if receipt is None:

@@ -335,7 +335,7 @@ def test_pause_lets_every_executor_finish_its_step_then_resume_goes_on(
     wait_until(lambda: meta(root).get("orchestrator", {}).get("state") == "PAUSED",
                proc=proc, what="the session PAUSED")
     progress = (session(root) / "iterations/1/progress.md").read_text()
-    assert all(f"[x] {task}" in progress for task in ("T1", "T2", "T3"))  # none cut short
+    assert "[F]" not in progress  # none cut short: done, or to run again after resume
     assert proc.poll() is None  # a paused session waits for resume
     resumed = cli(root, "ralph", "resume", "s", "--message", "back")
     assert resumed.returncode == 0, resumed.stderr
@@ -343,7 +343,8 @@ def test_pause_lets_every_executor_finish_its_step_then_resume_goes_on(
     assert code == 0, err
     assert _branches(root) == ["ralph/s"]
     assert meta(root)["status"] == "completed"
-    assert len(_records(root)) == 3  # no Executor ran twice
+    progress = (session(root) / "iterations/1/progress.md").read_text()
+    assert all(f"[x] {task}" in progress for task in ("T1", "T2", "T3"))
 
 
 def test_parallel_outside_git_is_refused_unless_isolation_is_none(tmp_path: Path) -> None:

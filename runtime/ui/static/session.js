@@ -161,6 +161,13 @@ function renderRalph() {
     ["iteration", `${r.iteration}${r.max_iterations ? ` of ${r.max_iterations}` : ""}`],
     ["batch", r.batch ? `${r.batch} of ${r.batches}` : ""],
     ["running agent", agent],
+    ["running Executors", (r.workers || []).map((w) =>
+      `${w.task} (${Math.round(w.elapsed)} s)`).join(", ")],
+    ["merge queue", (r.merge_queue || []).length
+      ? `${r.merge_queue.join(" ")} into ${r.integration || "the integration branch"}` : ""],
+    ["worktrees", (r.worktrees || []).map((w) => `${w.task}: ${w.state}`
+      + (w.conflicts && w.conflicts.length ? ` (${w.conflicts.join(", ")})` : "")).join(", ")],
+    ["take the work", r.integration ? `git merge ${r.integration}` : ""],
     ["agent's last lines", r.agent && r.agent.last_lines && r.agent.last_lines.length
       ? el("pre", {}, r.agent.last_lines.join("\n")) : ""],
     ["spend", [spend.input_tokens != null ? `${spend.input_tokens} tokens in` : "",

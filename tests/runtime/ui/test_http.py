@@ -148,6 +148,9 @@ def test_actions_say_what_happened(server: UiServer, project: Path) -> None:
     assert signal["outcome"] == "queued" and "INFO" in signal["detail"]
     inputs = project / ".interlock" / "sessions" / "a1" / "signals" / "inputs"
     assert len(list(inputs.glob("*.yaml"))) == 1
+    for_one = _post(server, "/s/a1/signal", {"type": "STEER", "message": "m", "task": "T2"})
+    assert for_one.json()["outcome"] == "queued"
+    assert "task: T2" in max(inputs.glob("*.yaml")).read_text()  # as --task posts it
     wrong = _post(server, "/s/a1/signal", {"type": "SHOUT"}).json()
     assert wrong["outcome"] == "rejected" and "unknown signal type" in wrong["detail"]
     cancelled = _post(server, "/s/a1/cancel", {"reason": "enough"}).json()
