@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from interlock.runtime.ralph.folder import RalphFolder
 from interlock.runtime.ralph.worktrees import Worktrees
@@ -20,6 +24,16 @@ from support.ralph_e2e import (
     start,
     wait_until,
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers(tmp_path: Path) -> Iterator[None]:
+    """Whatever a test started under its folder (a runner a failed assertion left, its
+    agents) is stopped when it ends."""
+    yield
+    for pid in _agents_under(tmp_path):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def git(cwd: Path, *args: str) -> str:
