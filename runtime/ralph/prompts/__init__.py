@@ -1,0 +1,1 @@
+"""The Jinja2 prompt templates of the Ralph roles (package data)."""

@@ -1,0 +1,1 @@
+"""The web page's scripts and styles (package data, served as they are)."""

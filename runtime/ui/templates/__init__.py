@@ -1,0 +1,1 @@
+"""The web page's Jinja2 templates (package data)."""
