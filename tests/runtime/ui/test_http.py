@@ -169,14 +169,17 @@ def test_resume_starts_a_runner_for_a_stopped_session(server: UiServer,
     runtime.sync.send("a1", "again", root=project)  # queued: the resumed runner takes it
     resumed = _post(server, "/s/a1/resume", {}).json()
     assert resumed["outcome"] == "taken", resumed
+
     def events() -> list[str | None]:
         return [e.event for e in runtime.sync.log("a1", root=project) if e.kind == "event"]
 
-    deadline = time.monotonic() + 20
-    while events()[-2:] != ["again", "done.invoke.ask"]:  # taken, and its invoke answered
-        assert time.monotonic() < deadline, events()
-        time.sleep(0.05)
-    runtime.sync.cancel("a1", root=project)
+    try:
+        deadline = time.monotonic() + 20
+        while events()[-2:] != ["again", "done.invoke.ask"]:  # taken, its invoke answered
+            assert time.monotonic() < deadline, events()
+            time.sleep(0.05)
+    finally:  # the runner the page started outlives the page: stopped here either way
+        runtime.sync.cancel("a1", root=project)
 
 
 def _events(response: httpx.Response) -> Iterator[tuple[str, Any]]:
