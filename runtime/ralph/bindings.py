@@ -191,12 +191,24 @@ def make_bindings(folder: RalphFolder,
     def invoke_executor(c: Call, s: State) -> None:
         invoke(s, "executor", "execute", s.current_task)
 
-    def record_task_result(c: Call, s: State) -> None:
-        out = _output(c)
-        ident = s.current_task.id if s.current_task is not None else "?"
+    # one task's outcome, whether its Executor ran alone or in a parallel batch
+
+    def task_completed(s: State, ident: str, out: SubagentContext) -> None:
         s.results[ident] = TaskResult(status="completed", report=(out.answer or {}).get(
             "report"), blockers=list(out.blockers))
         s.review_queue.append(ident)
+
+    def task_blocked(s: State, ident: str, out: SubagentContext, blockers: list[Any]) -> None:
+        s.results[ident] = TaskResult(status="blocked", blockers=blockers,
+                                      report=(out.answer or {}).get("report"))
+
+    def task_failed(s: State, ident: str, error: str) -> None:
+        s.results[ident] = TaskResult(status="failed", blockers=[error])
+        folder.mark(s.iteration, ident, "F", error)
+
+    def record_task_result(c: Call, s: State) -> None:
+        task_completed(s, s.current_task.id if s.current_task is not None else "?",
+                       _output(c))
         s.steer_messages = []
         s.pause_message = None
         absorb(c, s)
@@ -208,8 +220,7 @@ def make_bindings(folder: RalphFolder,
         s.blockers.extend(blockers)
         task = s.current_task
         if task is not None and s.invocation is not None and s.invocation.role == "executor":
-            s.results[task.id] = TaskResult(status="blocked", blockers=blockers,
-                                            report=(out.answer or {}).get("report"))
+            task_blocked(s, task.id, out, blockers)
             s.steer_messages = []
         absorb(c, s)
         done_invoking(s)
@@ -225,10 +236,8 @@ def make_bindings(folder: RalphFolder,
         done_invoking(s)
 
     def mark_task_failed(c: Call, s: State) -> None:
-        ident = s.current_task.id if s.current_task is not None else "?"
-        error = _output(c).error or "the executor failed"
-        s.results[ident] = TaskResult(status="failed", blockers=[error])
-        folder.mark(s.iteration, ident, "F", str(error))
+        task_failed(s, s.current_task.id if s.current_task is not None else "?",
+                    str(_output(c).error or "the executor failed"))
         absorb(c, s)
         done_invoking(s)
 
@@ -277,11 +286,8 @@ def make_bindings(folder: RalphFolder,
     def record_worker(c: Call, s: State) -> None:
         made = worker(c, s)
         task = made.task or TaskRef(id="?")
-        out = _output(c)
         place.settle(task.id, task.title)
-        s.results[task.id] = TaskResult(status="completed", report=(out.answer or {}).get(
-            "report"), blockers=list(out.blockers))
-        s.review_queue.append(task.id)
+        task_completed(s, task.id, _output(c))
         absorb(c, s, made)
 
     def record_worker_blocker(c: Call, s: State) -> None:
@@ -290,16 +296,14 @@ def make_bindings(folder: RalphFolder,
         out = _output(c)
         blockers = list(out.blockers or [out.error or "blocked"])
         s.blockers.extend(blockers)
-        s.results[ident] = TaskResult(status="blocked", blockers=blockers,
-                                      report=(out.answer or {}).get("report"))
+        task_blocked(s, ident, out, blockers)
         absorb(c, s, made)
 
     def mark_worker_failed(c: Call, s: State) -> None:
         made = worker(c, s)
         ident = made.task.id if made.task is not None else "?"
-        error = _output(c).error or (c.data or {}).get("message") or "the executor failed"
-        s.results[ident] = TaskResult(status="failed", blockers=[error])
-        folder.mark(s.iteration, ident, "F", str(error))
+        task_failed(s, ident, str(_output(c).error or (c.data or {}).get("message")
+                                  or "the executor failed"))
         absorb(c, s, made)
 
     def requeue_worker(c: Call, s: State) -> None:
@@ -364,9 +368,8 @@ def make_bindings(folder: RalphFolder,
         task, files = s.merging.task, s.merging.conflicts or ["(unknown)"]
         place.give_up(task, files)
         why = f"merge conflict: {', '.join(files)}"
-        s.results[task] = TaskResult(status="failed", blockers=[why])
+        task_failed(s, task, why)
         s.blockers.append(f"{task}: {why}")
-        folder.mark(s.iteration, task, "F", why)
         if s.invocation is not None:
             absorb(c, s)
             done_invoking(s)

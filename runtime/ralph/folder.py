@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -153,12 +154,9 @@ class RalphFolder:
         return read_yaml(self.metadata_path)
 
     def update_metadata(self, **fields: Any) -> dict[str, Any]:
-        """Set (None: remove) ``fields`` of metadata.yaml; one update at a time across
-        threads and processes (a lock file beside it), so none is lost."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        with (self.path / ".metadata.lock").open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            data = self.metadata()
+        """Set (None: remove) ``fields`` of metadata.yaml (see :meth:`edit_metadata`)."""
+
+        def change(data: dict[str, Any]) -> None:
             for key, value in fields.items():
                 if key == "state":
                     data.setdefault("orchestrator", {})["state"] = value
@@ -166,17 +164,40 @@ class RalphFolder:
                     data.pop(key, None)
                 else:
                     data[key] = value
+
+        return self.edit_metadata(change)
+
+    def edit_metadata(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """metadata.yaml read, changed in place by ``change`` and written back, one edit at
+        a time across threads and processes (a lock file beside it), so none is lost."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with (self.path / ".metadata.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = self.metadata()
+            change(data)
             write_yaml(self.metadata_path, data)
         return data
 
+    def record_worktree(self, task: str, line: dict[str, Any] | None) -> None:
+        """Set (None: drop) ``task``'s line in metadata.yaml's ``worktrees``."""
+
+        def change(data: dict[str, Any]) -> None:
+            trees = dict(data.get("worktrees") or {})
+            if line is None:
+                trees.pop(task, None)
+            else:
+                trees[task] = line
+            if trees:
+                data["worktrees"] = trees
+            else:
+                data.pop("worktrees", None)
+
+        self.edit_metadata(change)
+
     def forget_worktrees(self, tasks: list[str]) -> None:
         """Drop ``tasks`` from metadata.yaml's ``worktrees`` (they were removed)."""
-        if not tasks:
-            return
-        trees = dict(self.metadata().get("worktrees") or {})
         for task in tasks:
-            trees.pop(task, None)
-        self.update_metadata(worktrees=trees or None)
+            self.record_worktree(task, None)
 
     # -- iterations ---------------------------------------------------------------------
 

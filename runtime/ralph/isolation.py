@@ -11,7 +11,6 @@ share the project folder, knowingly: nothing is forked, committed or merged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
 from interlock.runtime.ralph.worktrees import MergeResult, Worktrees
@@ -104,11 +103,8 @@ class Isolation:
         return result
 
     def _record(self, task: str, state: str, conflicts: list[str] | None = None) -> None:
-        trees = dict(self.folder.metadata().get("worktrees") or {})
         line: dict[str, object] = {"branch": self.trees.branch_of(task),
-                                   "path": str(Path(self.trees.path_of(task))),
-                                   "state": state}
+                                   "path": str(self.trees.path_of(task)), "state": state}
         if conflicts:
             line["conflicts"] = conflicts
-        trees[task] = line
-        self.folder.update_metadata(worktrees=trees)
+        self.folder.record_worktree(task, line)
