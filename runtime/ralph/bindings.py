@@ -286,7 +286,7 @@ def make_bindings(folder: RalphFolder,
     def record_worker(c: Call, s: State) -> None:
         made = worker(c, s)
         task = made.task or TaskRef(id="?")
-        place.settle(task.id, task.title)
+        place.settle(task.id, task.title, s.iteration)
         task_completed(s, task.id, _output(c))
         absorb(c, s, made)
 

@@ -10,10 +10,15 @@ share the project folder, knowingly: nothing is forked, committed or merged.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
 from interlock.runtime.ralph.worktrees import MergeResult, Worktrees
+
+#: Where an Executor working in a worktree stages its knowledge notes (inside its folder,
+#: which its CLI may write); moved to the iteration's knowledge folder when it ends.
+STAGED_IN_WORKTREE = ".ralph-knowledge"
 
 
 class Isolation:
@@ -54,11 +59,22 @@ class Isolation:
         path = self.trees.path_of(task)
         return str(path) if path.exists() else ""
 
-    def settle(self, task: str, title: str) -> None:
-        """What the Executor left uncommitted in the task's worktree, committed on its
-        branch in one commit naming the task."""
-        if self.isolated and self.trees.path_of(task).exists():
-            self.trees.commit_leftovers(task, f"ralph {self.folder.id} {task}: {title}")
+    def settle(self, task: str, title: str, iteration: int) -> None:
+        """The knowledge notes the Executor staged in its worktree moved to the
+        iteration's knowledge folder; what else it left uncommitted there committed on
+        the task's branch in one commit naming the task."""
+        path = self.trees.path_of(task) if self.isolated else None
+        if path is None or not path.exists():
+            return
+        staged = path / STAGED_IN_WORKTREE
+        if staged.is_dir():
+            target = self.folder.iteration(iteration) / "knowledge"
+            target.mkdir(parents=True, exist_ok=True)
+            for note in sorted(staged.iterdir()):
+                if note.is_file():
+                    note.replace(target / note.name)
+            shutil.rmtree(staged, ignore_errors=True)
+        self.trees.commit_leftovers(task, f"ralph {self.folder.id} {task}: {title}")
 
     def diff(self, task: str) -> str:
         """The task's own changes, for its Reviewer ("" without a worktree)."""

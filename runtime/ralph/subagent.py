@@ -32,7 +32,7 @@ from interlock.runtime.engine.agent_output import TRANSIENT_REASONS
 from interlock.runtime.engine.prompts import render_prompt
 from interlock.runtime.ralph.folder import RalphFolder, Task, write_text
 from interlock.runtime.ralph.gates import GateReport, gate_decision
-from interlock.runtime.ralph.isolation import Isolation
+from interlock.runtime.ralph.isolation import STAGED_IN_WORKTREE, Isolation
 from interlock.runtime.ralph.limits import backoff_delay, is_transient
 from interlock.runtime.ralph.state import CallRecord, SubagentContext, guard, spent, typed
 from interlock.runtime.signals.staged import staged_prompt, task_node
@@ -109,7 +109,7 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
             "session": where.id, "mode": s.mode,
             "task": s.task.model_dump(mode="json", exclude_unset=True) if s.task else None,
             "workdir": s.workdir if s.workdir not in ("", ".") else str(where.workdir),
-            "knowledge": str(where.iteration(n) / "knowledge"),
+            "knowledge": str(_knowledge(where, n, s.workdir)),
             "docs": str(where.docs), "resumed": s.pause_message or "",
             "gate_feedback": s.gate_feedback or "",
             "approval": brief.approval or "", "answers": brief.answers or "",
@@ -412,3 +412,13 @@ def _signals(s: State) -> list[dict[str, Any]]:
     infos = [*s.info_messages, *(i for i in s.learned if i not in s.info_messages)]
     return ([{"type": "INFO", "message": m} for m in infos]
             + [{"type": "STEER", "message": m} for m in s.steer_messages])
+
+
+def _knowledge(where: RalphFolder, n: int, workdir: str) -> Path:
+    """Where an agent stages knowledge notes: the iteration's knowledge folder, or, for a
+    task working in its own worktree, :data:`STAGED_IN_WORKTREE` inside it (an agent CLI
+    may write only under its working folder; the runner moves the notes to the
+    iteration's folder when the task ends: :meth:`Isolation.settle`)."""
+    if workdir not in ("", ".", str(where.workdir)):
+        return Path(workdir) / STAGED_IN_WORKTREE
+    return where.iteration(n) / "knowledge"

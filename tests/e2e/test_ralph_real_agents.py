@@ -151,3 +151,27 @@ def test_codex_as_the_executor(tmp_path: Path, model: ModelServer) -> None:
     assert any(r.wire == "openai_responses" for r in model.requests)
     record = yaml.safe_load((session(tmp_path) / "metadata.yaml").read_text())
     assert record["status"] == "completed"
+
+
+def test_parallel_executors_on_the_real_claude_work_in_their_worktrees(
+        tmp_path: Path, model: ModelServer) -> None:
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@localhost",
+                               *args], cwd=tmp_path, check=True, capture_output=True,
+                              text=True).stdout
+
+    git("init", "-q", "-b", "main")
+    git("commit", "-q", "--allow-empty", "-m", "start")
+    claude_project(tmp_path, model, ralph="parallel: 2")
+    with (tmp_path / "interlock.yaml").open("a") as project_file:
+        project_file.write("  merger: {cli: demo}\n")
+    done = cli(tmp_path, "ralph", "run", "s", timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert sorted(git("ls-tree", "--name-only", "ralph/s").split()) == ["T1.md", "T2.md"]
+    assert not list(tmp_path.glob("T*.md"))  # written in the worktrees, not the project
+    assert progress(tmp_path).count("[x]") == 2
+    knowledge = session(tmp_path) / "iterations/1/knowledge"  # staged in the worktree
+    assert sorted(p.name for p in knowledge.iterdir()) == ["T1.md", "T2.md"]
+    assert ".ralph-knowledge" not in git("ls-tree", "-r", "--name-only", "ralph/s")
