@@ -512,10 +512,9 @@ def make_bindings(folder: RalphFolder,
         s.invocation = None  # the runner stops the process group it runs
 
     def mark_in_progress_tasks_failed(c: Call, s: State) -> None:
-        n = s.iteration
-        tasks = [Task(t.id, t.title, "F", "Aborted by signal") if t.marker == "/" else t
-                 for t in folder.progress(n)]
-        folder.write_progress(n, tasks)
+        folder.edit_progress(s.iteration, lambda tasks: [
+            Task(t.id, t.title, "F", "Aborted by signal") if t.marker == "/" else t
+            for t in tasks])
 
     def mark_session_aborted(c: Call, s: State) -> None:
         s.status = "aborted"

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import fcntl
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -170,13 +171,20 @@ class RalphFolder:
     def edit_metadata(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         """metadata.yaml read, changed in place by ``change`` and written back, one edit at
         a time across threads and processes (a lock file beside it), so none is lost."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        with (self.path / ".metadata.lock").open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self._locked(".metadata.lock"):
             data = self.metadata()
             change(data)
             write_yaml(self.metadata_path, data)
         return data
+
+    @contextmanager
+    def _locked(self, name: str) -> Iterator[None]:
+        """Hold the lock file ``name`` in the session folder: one holder at a time across
+        threads (each child session steps in its own) and processes."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with (self.path / name).open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
 
     def record_worktree(self, task: str, line: dict[str, Any] | None) -> None:
         """Set (None: drop) ``task``'s line in metadata.yaml's ``worktrees``."""
@@ -225,11 +233,17 @@ class RalphFolder:
     def write_progress(self, n: int, tasks: list[Task], note: str | None = None) -> None:
         write_text(self.iteration(n) / "progress.md", render_progress(tasks, note))
 
+    def edit_progress(self, n: int, change: Callable[[list[Task]], list[Task]],
+                      note: str | None = None) -> None:
+        """progress.md's tasks read, changed by ``change`` and written back under a lock:
+        the Executors of a parallel batch mark their tasks at the same time."""
+        with self._locked(".progress.lock"):
+            self.write_progress(n, change(self.progress(n)), note)
+
     def mark(self, n: int, task_id: str, marker: str, reason: str | None = None,
              note: str | None = None) -> None:
-        tasks = [Task(t.id, t.title, marker, reason) if t.id == task_id else t
-                 for t in self.progress(n)]
-        self.write_progress(n, tasks, note)
+        self.edit_progress(n, lambda tasks: [
+            Task(t.id, t.title, marker, reason) if t.id == task_id else t for t in tasks], note)
 
     def note_correction(self, n: int, task_id: str, resolution: str) -> None:
         """One line in ``iterations/<n>/corrections.md``: how the human's review of a

@@ -236,10 +236,10 @@ def subagent_bindings(root: Path, config: RalphConfig, *, default_session: str =
         return s.pause_held
 
     def save_progress(c: Call, s: State) -> None:
-        where, ident = folder(s), s.executor_task
-        tasks = [Task(t.id, t.title, " ") if t.id == ident and t.marker == "/" else t
-                 for t in where.progress(s.iteration)]
-        where.write_progress(s.iteration, tasks, "Paused by signal.")
+        ident = s.executor_task
+        folder(s).edit_progress(s.iteration, lambda tasks: [
+            Task(t.id, t.title, " ") if t.id == ident and t.marker == "/" else t
+            for t in tasks], "Paused by signal.")
 
     def record_step_failure(c: Call, s: State) -> None:
         data = dict(c.data or {})
