@@ -10,7 +10,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from interlock.runtime.config.inbox import InboxError
+from interlock.runtime.config.inbox_store import InboxError
 from interlock.runtime.inbox.model import BadRequest
 from interlock.runtime.inbox.model import Message as InboxMessage
 from interlock.runtime.inbox.model import Status as MessageStatus
@@ -25,7 +25,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 if TYPE_CHECKING:
-    from interlock.runtime.config.inbox import InboxConfigError as InboxConfigError
+    from interlock.runtime.config.inbox_store import InboxConfigError as InboxConfigError
     from interlock.runtime.inbox.api import list_messages as list_messages
     from interlock.runtime.inbox.api import mark_message as mark_message
     from interlock.runtime.inbox.api import poll_settings as poll_settings
@@ -46,11 +46,8 @@ def project_inbox(*, root: Path | str | None = None) -> str | None:
     section's ``store``, else the default SQLite file; None without the section.
     InboxConfigError for a bad section."""
     from interlock.machines import SpecError
-    from interlock.runtime.config.inbox import (
-        InboxConfigError,
-        load_poller_config,
-        parse_store_url,
-    )
+    from interlock.runtime.config.inbox import load_poller_config
+    from interlock.runtime.config.inbox_store import InboxConfigError, parse_store_url
 
     base = Path(root) if root is not None else Path.cwd()
     try:

@@ -21,7 +21,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
 })
 
 if TYPE_CHECKING:
-    from interlock.runtime.config.inbox import InboxError as InboxError
+    from interlock.runtime.config.inbox_store import InboxError as InboxError
     from interlock.runtime.inbox.base import InboxAdapter as InboxAdapter
     from interlock.runtime.inbox.connection import connect as connect
     from interlock.runtime.inbox.model import BadRequest as BadRequest

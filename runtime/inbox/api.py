@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from interlock.machines.durations import parse_duration
-from interlock.runtime.config.inbox import InboxConfigError, parse_store_url
+from interlock.runtime.config.inbox_store import InboxConfigError, parse_store_url
 from interlock.runtime.inbox.base import DEFAULT_TIMEOUT, InboxAdapter
 from interlock.runtime.inbox.connection import connect
 from interlock.runtime.inbox.model import Message, Status, parse_status

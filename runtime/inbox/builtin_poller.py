@@ -27,7 +27,8 @@ from typing import Any
 
 from interlock.machines import load
 from interlock.machines.bindings import Binding, Bindings, Call
-from interlock.runtime.config.inbox import InboxError, PollerConfig, load_poller_config
+from interlock.runtime.config.inbox import PollerConfig, load_poller_config
+from interlock.runtime.config.inbox_store import InboxError
 from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, DemoDriver
 from interlock.runtime.engine.builtin_specs import resolve_spec
 from interlock.runtime.engine.clock import SystemClock

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from interlock.runtime.config.inbox import StoreUrl, parse_store_url
+from interlock.runtime.config.inbox_store import StoreUrl, parse_store_url
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.inbox.base import DEFAULT_TIMEOUT, InboxAdapter
 

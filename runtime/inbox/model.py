@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from interlock.runtime.config.inbox import InboxError
+from interlock.runtime.config.inbox_store import InboxError
 
 OPERATOR = "operator"  # the actor of a token-less update (the /poll commands)
 REAPER = "reaper"  # the actor of reclaim_expired

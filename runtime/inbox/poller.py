@@ -36,7 +36,8 @@ from typing import Any
 
 from interlock.machines import Call, compile, load
 from interlock.machines.backends.base import CompiledMachine
-from interlock.runtime.config.inbox import InboxError, PollerConfig
+from interlock.runtime.config.inbox import PollerConfig
+from interlock.runtime.config.inbox_store import InboxError
 from interlock.runtime.engine.builtin_specs import resolve_spec
 from interlock.runtime.engine.clock import Clock
 from interlock.runtime.engine.session import Session

@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from interlock.runtime.config.inbox import InboxError
+from interlock.runtime.config.inbox_store import InboxError
 from interlock.runtime.host.serving import bind as bind
 from interlock.runtime.host.serving import serve as http_serve
 from interlock.runtime.inbox.base import DEFAULT_LEASE, InboxAdapter

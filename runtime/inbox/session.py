@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from interlock.machines.diagnostics import SpecError
-from interlock.runtime.config.inbox import InboxError, PollerConfig, load_poller_config
+from interlock.runtime.config.inbox import PollerConfig, load_poller_config
+from interlock.runtime.config.inbox_store import InboxError
 from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.inbox.base import InboxAdapter

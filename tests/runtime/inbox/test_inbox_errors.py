@@ -9,11 +9,8 @@ from pathlib import Path
 import pytest
 
 from interlock.machines.diagnostics import SpecError
-from interlock.runtime.config.inbox import (
-    InboxConfigError,
-    load_poller_config,
-    parse_store_url,
-)
+from interlock.runtime.config.inbox import load_poller_config
+from interlock.runtime.config.inbox_store import InboxConfigError, parse_store_url
 from interlock.runtime.inbox import api
 from interlock.runtime.inbox.connection import connect
 from interlock.runtime.inbox.http import HttpInbox
