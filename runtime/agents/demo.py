@@ -26,8 +26,6 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import TextIO
 
-import yaml
-
 from interlock.runtime.dispatch.verdict import Issue, Verdict, VerdictValue
 
 ROLE_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -169,7 +167,10 @@ def _scalar(text: str) -> str:
 
     Checked with YAML 1.1's reading on purpose (stricter than the dispatcher's YAML 1.2
     :func:`~interlock.machines.yamlsrc.load_yaml`: ``yes`` or ``ON`` get quoted too), so any
-    YAML reader gets the text back; and this module stays light (no machines import)."""
+    YAML reader gets the text back; and this module stays light (no machines import, and
+    PyYAML only when an answer is written: the CLI imports this module for its options)."""
+    import yaml
+
     try:
         plain_ok = yaml.safe_load(text) == text
     except yaml.YAMLError:

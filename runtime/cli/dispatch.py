@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from rich.markup import escape
 
 from interlock import runtime
 from interlock.runtime import AgentCommand, DispatchResult
@@ -25,6 +24,7 @@ from interlock.runtime.cli.output import (
     EXIT_OK,
     EXIT_USAGE,
     err,
+    escape,
     fail,
     report_diagnostics,
 )

@@ -6,14 +6,52 @@ import json
 import sys
 from collections.abc import Iterable
 from datetime import datetime, tzinfo
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING, Any
 
 from interlock.machines.diagnostics import Diagnostic
 from interlock.machines.durations import format_duration
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class LazyConsole:
+    """A rich ``Console`` made at its first ``print``: importing rich costs a CLI call
+    ~25 ms, and many calls print nothing or one line."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        self._console.print(*objects, **options)
+
+
+def escape(text: str) -> str:
+    """``text`` with rich's markup escaped (rich.markup loaded on first use)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+out = LazyConsole(highlight=False, soft_wrap=True)
+
+
+def print_table(columns: Iterable[str], rows: Iterable[Iterable[str]]) -> None:
+    """A borderless table on stdout, one column per name."""
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)
 
 EXIT_OK = 0
 EXIT_ERRORS = 1

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from interlock import runtime
-from interlock.runtime.cli.output import EXIT_OK, EXIT_USAGE, err, fail
+from interlock.runtime.cli.output import EXIT_OK, EXIT_USAGE, err, escape, fail
 from interlock.runtime.cli.review_options import AnswersOpt, JsonLinesOpt, PollerAgentOpt
 
 ralph_app = typer.Typer(help="Ralph orchestrator sessions (plan, execute, review, replan; "

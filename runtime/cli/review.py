@@ -12,15 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-
 from interlock import runtime
 from interlock.machines.durations import parse_duration
-from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_USAGE, err, fail
+from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_USAGE, err, escape, fail, out
 from interlock.runtime.cli.sessions import _guard
 
-out = Console(highlight=False, soft_wrap=True)
 EXIT_INTERRUPTED = 130
 
 

@@ -14,10 +14,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from interlock import runtime
 from interlock.machines import SpecError
 from interlock.runtime.cli.output import (
@@ -25,14 +21,16 @@ from interlock.runtime.cli.output import (
     EXIT_OK,
     EXIT_USAGE,
     err,
+    escape,
     fail,
+    out,
+    print_table,
     report_diagnostics,
     timestamp,
     when,
 )
 
 EXIT_INTERRUPTED = 130
-out = Console(highlight=False, soft_wrap=True)
 
 
 class BadArguments(Exception):
@@ -235,15 +233,11 @@ def list_sessions(as_json: bool, store_url: str | None, children: bool = False) 
         if not infos:
             err.print("no sessions in this store")
             return EXIT_OK
-        table = Table(box=None, pad_edge=False)
-        for column in ("session", "spec", "status", "states", "updated"):
-            table.add_column(column)
-        for i in infos:
-            name = i.id + (f" (+{i.children} child)" if i.children == 1 else
-                           f" (+{i.children} children)" if i.children else "")
-            table.add_row(name, i.spec_path, i.status, ", ".join(i.active),
-                          timestamp(i.updated_at))
-        out.print(table)
+        print_table(("session", "spec", "status", "states", "updated"), (
+            (i.id + (f" (+{i.children} child)" if i.children == 1 else
+                     f" (+{i.children} children)" if i.children else ""),
+             i.spec_path, i.status, ", ".join(i.active), timestamp(i.updated_at))
+            for i in infos))
         if not children and any(i.children for i in infos):
             err.print("child machine sessions are counted beside their parent; "
                       "--all lists them")
@@ -256,13 +250,9 @@ def _print_table(infos: list[runtime.SessionInfo]) -> None:
     if not infos:
         err.print("no sessions in this store")
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("session", "machine", "status", "active", "timers", "queued"):
-        table.add_column(column)
-    for i in infos:
-        table.add_row(i.id, i.machine, i.status, ", ".join(i.active), str(len(i.timers)),
-                      str(i.queued))
-    out.print(table)
+    print_table(("session", "machine", "status", "active", "timers", "queued"), (
+        (i.id, i.machine, i.status, ", ".join(i.active), str(len(i.timers)), str(i.queued))
+        for i in infos))
 
 
 def _print_detail(info: runtime.SessionInfo, journal: list[Any]) -> None:

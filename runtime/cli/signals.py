@@ -8,10 +8,8 @@ import sys
 import threading
 from pathlib import Path
 
-from rich.markup import escape
-
 from interlock import runtime
-from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_OK, err, fail
+from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_OK, err, escape, fail
 
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130

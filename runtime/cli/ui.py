@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from rich.markup import escape
-
 from interlock import runtime
-from interlock.runtime.cli.output import EXIT_OK, err, fail
+from interlock.runtime.cli.output import EXIT_OK, err, escape, fail
 
 
 def serve(host: str, port: int, token: str | None, store: str | None) -> int:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.markup import escape
-
 from interlock import runtime
 from interlock.runtime.cli.output import (
     EXIT_ERRORS,
     EXIT_OK,
     err,
+    escape,
     fail,
     print_diagnostics,
     print_json,
