@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from interlock import runtime
 from interlock.runtime.config.role_names import ROLES
 
 INTERLOCK = [sys.executable, "-m", "interlock.runtime.cli"]
@@ -110,9 +111,9 @@ def project(root: Path, agents: str = "", ralph: str = "",
                  *(f"{role}: {{cli: demo}}" for role in ROLES if role not in named)]
         text += "agents:\n" + "".join(f"  {line}\n" for line in lines)
     (root / "interlock.yaml").write_text(text)
-    done = cli(root, "ralph", "init", "--id", "s", "--request", request)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "s"
+    # through the façade, not a process: `ralph init` on the command line has its own tests
+    # (test_ralph_parallel, test_ralph_instant), and this runs before most Ralph e2e
+    assert runtime.ralph_init(request, session_id="s", root=root) == "s"
 
 
 def signal(root: Path, kind: str, message: str = "", *extra: str) -> None:
