@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import hashlib
 import threading
 import uuid
@@ -56,7 +55,13 @@ from interlock.runtime.engine.faults import (
 from interlock.runtime.engine.invoke import InvokeNote, Invoker
 from interlock.runtime.engine.invoke_handler import InvokeHandlers, missing_handlers
 from interlock.runtime.engine.invoke_machine import MachineResolver
-from interlock.runtime.engine.session import MAX_TIMER_STEPS, Session, SessionError, Step
+from interlock.runtime.engine.session import (
+    MAX_TIMER_STEPS,
+    Session,
+    SessionError,
+    Step,
+    copied,
+)
 from interlock.runtime.engine.session_files import folder_of
 from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.host.owners import default_owner, owner_is_dead
@@ -150,7 +155,7 @@ class Runner:
         self.seq = row.seq
         self.active: tuple[str, ...] = session.active  # as of the last committed step
         self._committed: tuple[tuple[str, ...], dict[str, Any]] = (
-            session.active, copy.deepcopy(session.context))  # what accepts() reads
+            session.active, copied(session.context))  # what accepts() reads
         # Set by a signal feed: whether the session's mailbox was scanned, with nothing
         # for the session in it, since the commit of this seq (None: no mailbox).
         self.mailbox_clear: Callable[[int], bool] | None = None
@@ -784,7 +789,7 @@ class Runner:
             if self.session.active != self.active:
                 self._polled_in = None
             self.active = self.session.active
-            self._committed = (self.active, copy.deepcopy(self.session.context))
+            self._committed = (self.active, copied(self.session.context))
         entered = {sid for step in steps for sid in step.entered}
         if entered or any(step.before != step.after for step in steps):
             self._reconcile(entered)  # outside the commit lock: it may journal (commit)

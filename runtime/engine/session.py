@@ -11,6 +11,7 @@ for events and deadlines is the runner's job (``runtime/engine/runner.py``).
 from __future__ import annotations
 
 import copy
+import pickle
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -29,6 +30,22 @@ __all__ = ["MAX_TIMER_STEPS", "Session", "SessionError", "Step", "StepFault"]
 
 # Timers firing within one fire_due call; more means a zero-delay timer loop.
 MAX_TIMER_STEPS = 10_000
+
+
+def copied(context: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a session context, by pickle's round trip: like ``copy.deepcopy``
+    for the JSON data a context holds, several times faster (a step copies its context
+    two or three times: to roll back, for guards, as committed).
+
+    >>> context = {"tasks": [{"id": "T1"}], "pair": (1, 2)}
+    >>> twin = copied(context)
+    >>> twin == context and twin["tasks"][0] is not context["tasks"][0]
+    True
+    """
+    try:
+        return cast(dict[str, Any], pickle.loads(pickle.dumps(dict(context), protocol=5)))
+    except (pickle.PicklingError, TypeError, AttributeError):  # not JSON data after all:
+        return copy.deepcopy(dict(context))  # the commit will say which field
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +97,7 @@ class Session:
         roll back to, so no session exists.
         """
         try:
-            instance = cast(DurableInstance, compiled.new(copy.deepcopy(dict(context or {}))))
+            instance = cast(DurableInstance, compiled.new(copied(dict(context or {}))))
             session = cls(compiled, instance, clock)
             session._apply_timer_changes()
         except Exception as exc:
@@ -164,7 +181,7 @@ class Session:
                 fn = self.compiled.bindings.get(t.guard.name)
                 if fn is None:
                     continue
-                scratch = copy.deepcopy(dict(base)) if scratch is None else scratch
+                scratch = copied(dict(base)) if scratch is None else scratch
                 call = Call(t.guard.name, event, payload, scratch, t.source, t.target)
                 try:
                     holds = bool(fn(call))
@@ -273,7 +290,7 @@ class Session:
         """Run ``body`` (one step) and apply its timer changes; on an exception, put the
         session back as it was before and raise StepFault."""
         saved = self.instance.save()
-        context = copy.deepcopy(self.context)
+        context = copied(self.context)
         timers = dict(self._timers)
         active = self.active
         try:
