@@ -96,7 +96,17 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_json(data: dict[str, Any]) -> None:
-    for key, value in data["context"].items():
+    try:
+        json.dumps(data["context"], allow_nan=False)  # the common case: one pass
+    except (TypeError, ValueError):
+        _name_the_field(data["context"])
+    for timer in data["timers"]:
+        if not math.isfinite(timer["deadline"]):
+            raise SnapshotError(f"timer {timer['event']!r} has no finite deadline")
+
+
+def _name_the_field(context: dict[str, Any]) -> None:
+    for key, value in context.items():
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -104,6 +114,3 @@ def _check_json(data: dict[str, Any]) -> None:
                 f"context field {key!r} cannot be saved: {exc} (session context must be "
                 "JSON: numbers, text, booleans, null, lists and mappings with text keys)"
             ) from None
-    for timer in data["timers"]:
-        if not math.isfinite(timer["deadline"]):
-            raise SnapshotError(f"timer {timer['event']!r} has no finite deadline")
