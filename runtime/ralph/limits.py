@@ -3,9 +3,9 @@
 * :func:`check` says whether a session must stop before its next invocation:
   ``max_iterations``, ``max_runtime``, ``max_cost`` or ``no_progress``, with a line a
   person can read. The engine enforces it; the agent is never asked.
-* :func:`progress_digest` fingerprints progress.md, the iteration's reviews and the
-  project's files (their contents), so "nothing changed" is measured, not claimed (a
-  parallel batch's work, in its worktrees, shows in progress.md and the reviews);
+* :func:`progress_digest` fingerprints the tasks done and accepted and the project's
+  files (their contents), so "nothing changed" is measured, not claimed (a parallel
+  batch's work, in its worktrees, shows as its tasks done and accepted);
   :class:`ProgressWatch` counts invocations in a row that led to no state not seen
   before: an agent that rewrites the same files, or a loop that goes round the same
   states (rejected, replanned, redone the same way), makes no progress.
@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import random
@@ -26,8 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import yaml
+
 from interlock.machines.durations import format_duration
+from interlock.machines.yamlsrc import load_yaml
 from interlock.runtime.config.ralph import RalphConfig, RetryPolicy
+from interlock.runtime.ralph.folder import parse_progress
 
 StopKind = Literal["max_iterations", "max_runtime", "max_cost", "no_progress"]
 STOP_KINDS: tuple[str, ...] = ("max_iterations", "max_runtime", "max_cost", "no_progress")
@@ -90,7 +93,7 @@ def check(snapshot: ProgressSnapshot, config: RalphConfig, now: float) -> StopRe
     if limit is not None and snapshot.invocations_without_progress >= limit:
         return StopReason("no_progress", (
             f"no progress: {snapshot.invocations_without_progress} invocations in a row "
-            f"changed neither progress.md nor the project's files (limit {limit})"))
+            f"finished no task and changed none of the project's files (limit {limit})"))
     return None
 
 
@@ -152,22 +155,46 @@ def _file_hash(path: Path, info: os.stat_result, cache: FileHashes | None) -> st
     return value
 
 
+def done_tasks(progress_md: Path | str) -> list[str]:
+    """The tasks progress.md marks done (``- [x] T1: title``), as ``T1: title`` lines."""
+    try:
+        text = Path(progress_md).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return [f"{t.id}: {t.title}" for t in parse_progress(text)[0] if t.marker == "x"]
+
+
+def accepted_reviews(reviews: Path | str) -> list[str]:
+    """The tasks whose review in ``reviews`` (an iteration's folder of them) accepts the
+    work: ``verdict: accept``, or no verdict (the orchestrator's reading too)."""
+    folder = Path(reviews)
+    accepted: list[str] = []
+    for review in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        try:
+            answer = load_yaml(review.read_text(encoding="utf-8"))
+        except (OSError, ValueError, yaml.YAMLError):
+            continue  # being written, or not a review: not an acceptance
+        if isinstance(answer, dict) and str(answer.get("verdict", "accept")) == "accept":
+            accepted.append(review.stem)
+    return accepted
+
+
 def progress_digest(project: Path | str, progress_md: Path | str | None = None, *,
                     cache: FileHashes | None = None, reviews: Path | None = None) -> str:
-    """A SHA-256 over progress.md's content, the review files in ``reviews`` and each
-    project file's path and content (``cache`` keeps file hashes between calls). Equal
-    digests: nothing the engine can see is different, whatever was rewritten."""
+    """A SHA-256 over the tasks progress.md marks done, the tasks ``reviews`` accept and
+    each project file's path and content (``cache`` keeps file hashes between calls).
+    Equal digests: nothing done is different, whatever was rewritten. A task failed,
+    blocked or rejected, a replan that words the same work anew: none of them is
+    progress, so a loop of failing iterations ends at the limit even when its planner
+    never writes the same plan twice."""
     root = Path(project)
     digest = hashlib.sha256()
     if progress_md is not None:
-        try:
-            digest.update(Path(progress_md).read_bytes())
-        except FileNotFoundError:
-            digest.update(b"\0missing")
-    if reviews is not None and reviews.is_dir():
-        for review in sorted(reviews.iterdir()):
-            with contextlib.suppress(OSError):
-                digest.update(f"\0review {review.name}\0".encode() + review.read_bytes())
+        for line in done_tasks(progress_md):
+            digest.update(f"done {line}\n".encode())
+    if reviews is not None:
+        for task in accepted_reviews(reviews):
+            digest.update(f"accepted {task}\n".encode())
     digest.update(b"\0files\0")
     for name in project_files(root):
         path = root / name

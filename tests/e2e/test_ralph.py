@@ -348,6 +348,29 @@ def test_a_loop_that_makes_no_progress_is_stopped(tmp_path: Path) -> None:
     assert "ralph run s" in done.stderr
 
 
+def test_iterations_that_keep_failing_are_stopped_however_the_plan_is_worded(
+        tmp_path: Path) -> None:
+    """An Executor that fails every time (as a real claude denied its writes did) and a
+    Planner that words the task anew at each replan: no task done, no file changed, so
+    no progress, though no two iterations look alike (it once went round 54 of them)."""
+    root, scripts = tmp_path / "project", tmp_path / "scripts"
+    root.mkdir()
+    scripts.mkdir()
+    plans = [{"tasks": [{"id": "T1", "title": f"write it, take {n}"}]} for n in range(1, 13)]
+    (scripts / "planner.yaml").write_text(yaml.safe_dump({"answers": plans}))
+    (scripts / "executor.yaml").write_text(yaml.safe_dump(
+        {"fail_times": 99, "exit_code": 2, "fail_message": "cannot write here"}))
+    project(root, f"planner: {{cli: demo, script: {scripts / 'planner.yaml'}}}\n"
+                  f"executor: {{cli: demo, script: {scripts / 'executor.yaml'}}}",
+            ralph="no_progress_limit: 3", request="write it")
+    done = cli(root, "ralph", "run", "s", "--max-iterations", "8")
+    assert done.returncode == 3, done.stderr
+    stop = meta(root)["stop"]
+    assert stop["reason"] == "no_progress", stop
+    assert "finished no task" in stop["detail"]
+    assert meta(root)["limits"]["iterations_done"] < 3
+
+
 def test_a_correction_staged_by_ralph_review_reaches_the_next_executor_once(
         tmp_path: Path) -> None:
     """A rejected task's report goes through the review menu (seed 000's retry path,

@@ -21,10 +21,12 @@ from interlock.runtime.ralph.limits import (
     ProgressWatch,
     SessionLimits,
     StopReason,
+    accepted_reviews,
     backoff_ceiling,
     backoff_delay,
     backoff_schedule,
     check,
+    done_tasks,
     is_transient,
     progress_digest,
     project_files,
@@ -72,14 +74,14 @@ def test_a_never_finishing_loop_stops_at_max_iterations() -> None:
     assert (done, reason.kind) == (3, "max_iterations")
 
 
-def test_digest_sees_progress_and_project_changes(tmp_path: Path) -> None:
+def test_digest_sees_tasks_done_and_project_changes(tmp_path: Path) -> None:
     progress = tmp_path / ".ralph-sessions" / "s1" / "iterations" / "1" / "progress.md"
     progress.parent.mkdir(parents=True)
-    progress.write_text("- [ ] task-1\n")
+    progress.write_text("- [ ] T1: parse\n")
     (tmp_path / "src.py").write_text("x = 1\n")
     first = progress_digest(tmp_path, progress)
     assert progress_digest(tmp_path, progress) == first
-    progress.write_text("- [/] task-1\n")
+    progress.write_text("- [x] T1: parse\n")
     second = progress_digest(tmp_path, progress)
     assert second != first
     (tmp_path / "src.py").write_text("x = 22\n")
@@ -90,7 +92,38 @@ def test_digest_sees_progress_and_project_changes(tmp_path: Path) -> None:
     (tmp_path / ".interlock").mkdir()
     (tmp_path / ".interlock" / "db").write_text("state")
     assert progress_digest(tmp_path, progress) == third
-    assert progress_digest(tmp_path, tmp_path / "absent.md") != third
+
+
+def test_failures_replans_and_work_under_way_are_not_progress(tmp_path: Path) -> None:
+    """What a loop of failing iterations changes: markers of tasks not done, a planner's new
+    words for the same work, a new iteration's empty progress.md."""
+    it1 = tmp_path / ".ralph-sessions" / "s1" / "iterations" / "1" / "progress.md"
+    it2 = it1.parents[1] / "2" / "progress.md"
+    it1.parent.mkdir(parents=True)
+    it2.parent.mkdir(parents=True)
+    it1.write_text("- [ ] T1: write the parser\n")
+    start = progress_digest(tmp_path, it1)
+    for text in ("- [/] T1: write the parser\n",
+                 "- [F] T1: write the parser (claude: permission denied)\n",
+                 "- [ ] T1: write the parser module, with its tests\n"):
+        it1.write_text(text)
+        assert progress_digest(tmp_path, it1) == start, text
+    assert progress_digest(tmp_path, it2) == start  # not written yet
+    it2.write_text("- [x] T1: write the parser module\n- [F] T2: test it\n")
+    done = progress_digest(tmp_path, it2)
+    assert done != start
+    assert done_tasks(it2) == ["T1: write the parser module"]
+
+
+def test_a_review_that_accepts_is_progress_one_that_rejects_is_not(tmp_path: Path) -> None:
+    reviews = tmp_path / ".ralph-sessions" / "s1" / "iterations" / "1" / "reviews"
+    reviews.mkdir(parents=True)
+    before = progress_digest(tmp_path, reviews=reviews)
+    (reviews / "T1.md").write_text("verdict: retry\nfindings: [no test]\n")
+    assert progress_digest(tmp_path, reviews=reviews) == before
+    (reviews / "T2.md").write_text("verdict: accept\ntasks: [T2]\n")
+    assert progress_digest(tmp_path, reviews=reviews) != before
+    assert accepted_reviews(reviews) == ["T2"]
 
 
 def test_project_files_follow_git_when_present(tmp_path: Path) -> None:
