@@ -56,6 +56,7 @@ def test_wheel_installs_and_validates_builtin_specs(tmp_path: Path) -> None:
         url = served.stdout.readline().split(": ", 1)[1].strip()
         for path in ("", "static/app.css", "static/session.js"):
             assert httpx.get(url + path).status_code == 200, path
+        assert httpx.get(url + "static/__init__.py").status_code == 404  # no Python served
     finally:
         served.terminate()
         served.wait(15)

@@ -1,1 +1,0 @@
-"""The web page's Jinja2 templates (package data)."""
