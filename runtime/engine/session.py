@@ -97,7 +97,7 @@ class Session:
         roll back to, so no session exists.
         """
         try:
-            instance = cast(DurableInstance, compiled.new(copied(dict(context or {}))))
+            instance = cast(DurableInstance, compiled.new(copied(context or {})))
             session = cls(compiled, instance, clock)
             session._apply_timer_changes()
         except Exception as exc:
@@ -181,7 +181,7 @@ class Session:
                 fn = self.compiled.bindings.get(t.guard.name)
                 if fn is None:
                     continue
-                scratch = copied(dict(base)) if scratch is None else scratch
+                scratch = copied(base) if scratch is None else scratch
                 call = Call(t.guard.name, event, payload, scratch, t.source, t.target)
                 try:
                     holds = bool(fn(call))

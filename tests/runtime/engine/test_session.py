@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import json
 from collections import Counter
 from typing import Any
@@ -11,6 +12,7 @@ from freezegun import freeze_time
 
 from interlock.machines import Call, compile, loads
 from interlock.machines.backends.base import CompiledMachine
+from interlock.runtime.engine import session as session_module
 from interlock.runtime.engine import snapshot as snapshot_module
 from interlock.runtime.engine.clock import ManualClock, SystemClock
 from interlock.runtime.engine.session import Session, SessionError
@@ -220,3 +222,16 @@ def test_older_snapshots_are_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(snapshot_module, "SNAPSHOT_VERSION", 2)
     monkeypatch.setitem(snapshot_module.MIGRATIONS, 1, v1_to_v2)
     assert Snapshot.from_json(data).context["migrated"] is True
+
+
+def test_a_context_is_copied_deep_and_whole() -> None:
+    """The copy a step rolls back to, or a guard reads: nothing shared with the original,
+    types kept; what pickle cannot copy is deep-copied instead."""
+    result = doctest.testmod(session_module)
+    assert result.attempted > 0 and result.failed == 0
+    context = {"tasks": [{"id": "T1", "tags": ["a"]}], "pair": (1, 2), "n": 1.5}
+    twin = session_module.copied(context)
+    twin["tasks"][0]["tags"].append("b")
+    assert context["tasks"][0]["tags"] == ["a"] and twin["pair"] == (1, 2)
+    odd = {"f": lambda: 1}  # not picklable: deepcopy keeps the same function
+    assert session_module.copied(odd)["f"] is odd["f"]
