@@ -131,6 +131,14 @@ class Invoker:
                          for f in fanout.children.values())]
             return [f.record for f in flights if not f.finished]
 
+    def busy(self) -> bool:
+        """Whether an agent runs or a fan-out has more to come (a child to start, or its
+        ``.all`` to offer): between one child's end and the next one's start no agent
+        runs, yet the session is not idle."""
+        with self._lock:
+            return (any(not f.finished for f in self._flights.values())
+                    or any(not fanout.finished for fanout in self._fanouts.values()))
+
     def answers(self, invoke_id: str, invocation: str) -> bool:
         """Whether the session takes an event of ``invoke_id`` from ``invocation``: the
         invoke's current invocation, one of its current fan-out's children, or that

@@ -704,10 +704,16 @@ class Runner:
     # -- invokes ----------------------------------------------------------------------
 
     def invocations_in_flight(self) -> list[InvocationRecord]:
-        """The invoked agents running now (thread-safe): empty means the session is idle
-        as far as agents go."""
+        """The invoked agents running now (thread-safe); whether the session is idle is
+        :meth:`working`'s to say (a fan-out may be between two children)."""
         invoker = self.invoker
         return invoker.in_flight() if invoker is not None else []
+
+    def working(self) -> bool:
+        """Whether the session waits on its invoked agents (thread-safe): one runs, or a
+        fan-out has children still to come. False: idle as far as agents go."""
+        invoker = self.invoker
+        return invoker is not None and invoker.busy()
 
     def _start_invoker(self, folder: Path | None, invokers: InvokeHandlers | None,
                        config: PollingConfiguration | None, machines: MachineResolver | None,

@@ -5,11 +5,11 @@ the façade (``runtime.start``/``resume``, ``interlock run``/``resume``) gets a
 :class:`SessionInbox` beside its runner: an :class:`~interlock.runtime.inbox.poller.
 InboxPoller` whose
 
-* ``is_idle`` is *the runner has no agent invocation in flight* (``Runner.
-  invocations_in_flight()``) *and its active states take the delivery event*, so a poll
-  that falls due while an agent works makes no adapter call, and nothing is claimed
-  that the session could not take (a spec that never listens for ``inbox.message`` never
-  claims a message from a shared inbox);
+* ``is_idle`` is *the runner waits on no invoked agent* (``Runner.working()``: none
+  runs, and no fan-out has children still to come) *and its active states take the
+  delivery event*, so a poll that falls due while an agent works makes no adapter call,
+  and nothing is claimed that the session could not take (a spec that never listens for
+  ``inbox.message`` never claims a message from a shared inbox);
 * ``deliver`` offers the claimed message to the session as the event ``inbox.message``
   (:func:`message_event`: the seed's fields, plus ``lease_token`` and ``lease_until``
   for the binding that acks), keyed ``inbox:<message id>`` (``Store.offer``: once per
@@ -159,11 +159,6 @@ def mark_delivered(adapter: InboxAdapter, data: Mapping[str, Any], status: Statu
                                  str(token) if token else None, reason=reason)
 
 
-def invocations_in_flight(runner: Runner) -> int:
-    """How many invoked agents the runner has running now (thread-safe)."""
-    return len(runner.invocations_in_flight())
-
-
 class SessionInbox(HostPlugin):
     """An :class:`InboxPoller` beside one runner, a plugin of its session's host (see the
     module docstring).
@@ -200,7 +195,7 @@ class SessionInbox(HostPlugin):
 
     def is_idle(self) -> bool:
         """No invocation in flight, and the session takes the delivery event now."""
-        gate = self._gate or (lambda: invocations_in_flight(self.runner) == 0)
+        gate = self._gate or (lambda: not self.runner.working())
         return gate() and (self.mailbox is not None or self.runner.accepts(self.event))
 
     def _key(self, message: Message) -> str:

@@ -123,6 +123,22 @@ def test_machine_children_see_their_item_and_the_all_event_carries_their_outputs
     assert all(store.get(child).status == "finished" for child in sessions)
 
 
+def test_between_two_children_no_agent_runs_yet_the_session_is_working(
+        store: SqliteStore, tmp_path: Path) -> None:
+    """The next child starts when the session takes the last one's event: until then no
+    agent runs, but the session is not idle (the idle-only inbox poller asks)."""
+    runner = open_runner(store, fanout_spec(tmp_path, ["a", "b"], concurrency=1), tmp_path)
+    try:
+        assert len(runner.invocations_in_flight()) == 1 and runner.working()
+        wait_for(lambda: runner.invocations_in_flight() == [])  # "a" ended, not yet taken
+        assert runner.working()  # "b" is to come
+        run_until(runner, lambda: runner.session.is_final)
+        assert runner.session.active == ("passed",)
+        assert not runner.working()
+    finally:
+        runner.close()
+
+
 def test_leaving_the_state_cancels_every_child_and_starts_no_more(
         store: SqliteStore, tmp_path: Path) -> None:
     runner = open_runner(store, fanout_spec(tmp_path, [1, 2, 3, 4], args=["--hang"]),

@@ -24,7 +24,6 @@ from interlock.runtime.inbox.session import (
     attach_inbox,
     inbox_count,
     info_event,
-    invocations_in_flight,
     mark_delivered,
 )
 from interlock.runtime.inbox.sqlite import SqliteInbox
@@ -131,7 +130,7 @@ states:
         message_id = adapter.post("review", "alice", "PR 7")
         try:
             await asyncio.to_thread(inbox.poller.start)
-            await _until(lambda: invocations_in_flight(runner) == 1, "the agent to start")
+            await _until(lambda: len(runner.invocations_in_flight()) == 1, "the agent to start")
             for _ in range(5):  # polls fall due while the agent works: no adapter call
                 await asyncio.to_thread(_advance_to_next, inbox, clock)
             assert "fetch_queued" not in adapter.calls and "claim" not in adapter.calls
@@ -139,7 +138,7 @@ states:
             assert _taken(store) == []
             gate.touch()  # the invocation ends between two polls
             await _until(lambda: runner.active == ("idle",), "done.invoke.work")
-            assert invocations_in_flight(runner) == 0
+            assert runner.invocations_in_flight() == [] and not runner.working()
             ended = clock.now()
             clock.advance(3.0)
             waited = await asyncio.to_thread(_advance_to_next, inbox, clock)
