@@ -49,7 +49,13 @@ def agent_working(root: Path, task: str = "T1") -> bool:
 
 
 def handled(root: Path, kind: str) -> dict[str, object]:
-    [found] = [s["handling_metadata"] for s in processed(root) if s["type"] == kind]
+    """The handling record of the one ``kind`` signal archived. The consumer archives a
+    signal after the session took it, so the state it led to may show first: wait."""
+    def archived() -> list[dict[str, object]]:
+        return [s["handling_metadata"] for s in processed(root) if s["type"] == kind]
+
+    wait_until(lambda: bool(archived()), timeout=10, what=f"{kind} archived")
+    [found] = archived()
     return found
 
 
