@@ -4,7 +4,7 @@ only: the adapters, the Ralph runner and the offline demo roles all read it."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 SteerKind = Literal["invalidated", "additive", "scope"]
 
@@ -13,6 +13,16 @@ REQUIRED_FIELD: dict[str, str] = {
     "planner": "tasks", "executor": "status", "reviewer": "verdict",
     "questioner": "questions", "librarian": "mode", "merger": "status",
 }
+
+
+def review_verdict(answer: Any) -> str:
+    """A Reviewer's verdict: ``accept`` unless its answer says otherwise (any other
+    verdict sends the task back).
+
+    >>> review_verdict({"verdict": "retry"}), review_verdict({}), review_verdict(None)
+    ('retry', 'accept', 'accept')
+    """
+    return str(answer.get("verdict", "accept")) if isinstance(answer, dict) else "accept"
 
 
 def classify_steer(message: str) -> SteerKind:

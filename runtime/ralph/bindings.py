@@ -16,6 +16,7 @@ from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from interlock.machines.bindings import Bindings, Call
+from interlock.runtime.agents.ralph_protocol import review_verdict
 from interlock.runtime.config.ralph import IDENTITIES
 from interlock.runtime.engine.agent_output import MUST_FIX_REASONS
 from interlock.runtime.ralph.folder import RalphFolder, Task, now_iso, write_text
@@ -258,7 +259,7 @@ def make_bindings(folder: RalphFolder,
 
     def record_review(c: Call, s: State) -> None:
         ident = s.current_task.id if s.current_task is not None else "?"
-        verdict = str((_output(c).answer or {}).get("verdict", "accept"))
+        verdict = review_verdict(_output(c).answer)
         if verdict != "accept":
             s.rejected.append(ident)
             folder.mark(s.iteration, ident, "F", f"review: {verdict}")

@@ -29,6 +29,7 @@ import yaml
 
 from interlock.machines.durations import format_duration
 from interlock.machines.yamlsrc import load_yaml
+from interlock.runtime.agents.ralph_protocol import review_verdict
 from interlock.runtime.config.ralph import RalphConfig, RetryPolicy
 from interlock.runtime.ralph.folder import parse_progress
 
@@ -166,7 +167,7 @@ def done_tasks(progress_md: Path | str) -> list[str]:
 
 def accepted_reviews(reviews: Path | str) -> list[str]:
     """The tasks whose review in ``reviews`` (an iteration's folder of them) accepts the
-    work: ``verdict: accept``, or no verdict (the orchestrator's reading too)."""
+    work, read as the orchestrator reads it (:func:`review_verdict`)."""
     folder = Path(reviews)
     accepted: list[str] = []
     for review in sorted(folder.glob("*.md")) if folder.is_dir() else []:
@@ -174,7 +175,7 @@ def accepted_reviews(reviews: Path | str) -> list[str]:
             answer = load_yaml(review.read_text(encoding="utf-8"))
         except (OSError, ValueError, yaml.YAMLError):
             continue  # being written, or not a review: not an acceptance
-        if isinstance(answer, dict) and str(answer.get("verdict", "accept")) == "accept":
+        if isinstance(answer, dict) and review_verdict(answer) == "accept":
             accepted.append(review.stem)
     return accepted
 

@@ -8,7 +8,8 @@ import importlib
 import pytest
 
 MODULES = [f"interlock.runtime.{name}" for name in (
-    "config.agents", "agents.events", "agents.preflight", "engine.prompts", "agents.roles")]
+    "config.agents", "agents.events", "agents.preflight", "engine.prompts", "agents.roles",
+    "agents.ralph_protocol")]
 
 
 @pytest.mark.parametrize("name", MODULES)
