@@ -334,6 +334,16 @@ def _syntax_error(exc: yaml.YAMLError, file: str) -> Diagnostic:
     return error("Y002", f"YAML syntax error, {message}", mark)
 
 
+def _compose(text: str) -> list[Any]:
+    """The document's nodes: libyaml's (ten times faster) when it reads the text, else
+    PyYAML's Python composer's, whose errors the diagnostics quote (a tab, an alias's
+    name); text nested too deep for C goes to Python's composer straight away."""
+    if not too_deep_for_libyaml(text):
+        with contextlib.suppress(yaml.YAMLError):
+            return list(yaml.compose_all(text, Loader=_FastLoader))
+    return list(yaml.compose_all(text, Loader=_Loader))
+
+
 def parse_yaml(raw: bytes | str, file: str) -> Document:
     """Parse one YAML document into plain data plus its source map.
 
@@ -341,12 +351,8 @@ def parse_yaml(raw: bytes | str, file: str) -> Document:
     keys are returned as diagnostics on the converter (see :func:`load_document`).
     """
     text = _decode(raw.encode("utf-8") if isinstance(raw, str) else raw, file)
-    nodes = None
-    if not too_deep_for_libyaml(text):
-        with contextlib.suppress(yaml.YAMLError):  # composed again below, for the message
-            nodes = list(yaml.compose_all(text, Loader=_FastLoader))
     try:
-        nodes = nodes if nodes is not None else list(yaml.compose_all(text, Loader=_Loader))
+        nodes = _compose(text)
     except yaml.YAMLError as exc:
         raise SpecError([_syntax_error(exc, file)]) from None
     except RecursionError:
