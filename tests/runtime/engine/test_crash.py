@@ -3,8 +3,11 @@
 A session of tests/crash/crashy.yaml gets ~120 queued events (and arms and cancels timers
 as it goes); `interlock resume` runs it as a real process. One uninterrupted run is the
 reference. Then, KILLS times (two at a time), a fresh copy is resumed, killed with SIGKILL
-after a random delay, and resumed again until it finishes: the final state, the context (which lists
-every event it applied, in order) and the journal's steps must equal the reference's.
+at a random point of its work (once its queue is down to a random length, a few ms later),
+and resumed again until it finishes: the final state, the context (which lists every event
+it applied, in order) and the journal's steps must equal the reference's. Kill points are
+chosen by progress, not by wall time: a delay measured on a loaded machine can land every
+kill after the last step.
 KILLS is 6 in the default run and 20 with INTERLOCK_STRESS=full (.ci/run).
 """
 
@@ -59,23 +62,42 @@ def _prepare(db: Path) -> None:
         store.close()
 
 
-def _resume(db: Path, kill_after: float | None = None) -> int | None:
-    """Run `interlock resume`; kill it with SIGKILL after ``kill_after`` seconds."""
+def _resume(db: Path, kill_at: tuple[int, float] | None = None) -> int | None:
+    """Run `interlock resume` to the end; with ``kill_at = (left, jitter)``, SIGKILL it
+    ``jitter`` seconds after its queue is down to ``left`` events. None when killed."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "interlock.runtime.cli", "resume", SESSION, "--store", str(db),
          "--bindings", str(BINDINGS)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    try:
-        _, stderr = proc.communicate(timeout=kill_after if kill_after is not None else 60)
-    except subprocess.TimeoutExpired:
+    if kill_at is not None and _wait_for_queue(db, proc, kill_at[0]):
+        time.sleep(kill_at[1])
         proc.send_signal(signal.SIGKILL)
-        _, stderr = proc.communicate()
-        if kill_after is None:
-            pytest.fail(f"resume did not finish within 60 s: {stderr[-2000:]}")
+        proc.communicate()
         return None
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+        pytest.fail(f"resume did not finish within 60 s: {stderr[-2000:]}")
     assert proc.returncode == 0, stderr
     return proc.returncode
+
+
+def _wait_for_queue(db: Path, proc: subprocess.Popen[str], left: int) -> bool:
+    """Wait until the session's queue holds at most ``left`` events; False if the process
+    ended first."""
+    store = SqliteStore(db)
+    try:
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if len(store.queued_events(SESSION)) <= left:
+                return True
+            time.sleep(0.002)
+        return False
+    finally:
+        store.close()
 
 
 def _status(db: Path) -> str:
@@ -102,9 +124,7 @@ def _outcome(db: Path) -> tuple[Any, ...]:
 def test_sigkill_at_random_points_changes_nothing(tmp_path: Path) -> None:
     reference_db = tmp_path / "reference.db"
     _prepare(reference_db)
-    started = time.monotonic()
     _resume(reference_db)
-    duration = time.monotonic() - started
     reference = _outcome(reference_db)
     status, _, context, steps, queued = reference
     assert status == "finished" and queued == 0
@@ -113,19 +133,20 @@ def test_sigkill_at_random_points_changes_nothing(tmp_path: Path) -> None:
     assert context["laps"] == 12 and len(steps) > len(_events())
 
     rng = random.Random(SEED)
-    delays = [rng.uniform(0.2, duration) for _ in range(KILLS)]
+    kill_points = [(rng.randrange(1, len(_events())), rng.uniform(0, 0.02))
+                   for _ in range(KILLS)]
 
     def kill_point(point: int) -> bool:
-        """One independent copy: killed at its delay, then resumed to the end. True when
+        """One independent copy: killed at its point, then resumed to the end. True when
         the kill left work to resume (it can land after the last step, before the exit)."""
         db = tmp_path / f"crash-{point}.db"
         _prepare(db)
-        killed = _resume(db, kill_after=delays[point]) is None
+        killed = _resume(db, kill_at=kill_points[point]) is None
         interrupted = killed and _status(db) != "finished"
         if interrupted:
             _resume(db)
         assert _outcome(db) == reference, (
-            f"kill point {point} at {delays[point]:.3f}s (seed {SEED})")
+            f"kill point {point} at {kill_points[point]} (seed {SEED})")
         return interrupted
 
     # Two copies at a time (the machine has two cores): each is its own database and
