@@ -47,6 +47,11 @@ try {
        "install them with tests/tools/install_mermaid_check.sh");
 }
 mermaid.initialize({ startOnLoad: false, securityLevel: "strict" });
+// mermaid.parse() registers the diagram types on its first call, then applies a diagram's
+// directives and builds it with getDiagramFromText, the call below that returns the
+// diagram itself. One parse() here registers them; each diagram is then built once, not
+// twice (our diagrams carry no directives). A third of the checker's time.
+await mermaid.parse("stateDiagram-v2\n  a --> b");
 
 function diagramsIn(file) {
   const text = readFileSync(file === "-" ? 0 : file, "utf8");
@@ -78,7 +83,6 @@ for (const file of files) {
   for (const [index, source] of diagrams.entries()) {
     const result = { file, index, ok: true, error: null, type: null, nodes: [], edges: [] };
     try {
-      await mermaid.parse(source);
       const diagram = await mermaid.mermaidAPI.getDiagramFromText(source);
       result.type = diagram.type;
       const db = diagram.db;
