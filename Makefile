@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit diagrams clean
+.PHONY: demo test lint typecheck unit stress diagrams clean
 
 # Python caches compiled modules (and pytest its rewritten test modules) even where the
 # environment says not to (PYTHONDONTWRITEBYTECODE=1 in some images): the tests start
@@ -53,8 +53,17 @@ TEST_WORKERS ?= 4
 
 # slow_cli: the full contract of the real CLIs that take seconds to start (gemini,
 # opencode; one case of each runs here): after `make test`, in .ci/run.
+# stress: the same checks as other tests at a size that takes minutes (thousands of
+# signals, kill points, generated machines, floods): `make stress`, after `make test` in
+# .ci/run.
 unit: $(STAMP)
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow_cli"
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow_cli and not stress"
+
+# The stress tests at full size (tests/support/stress.py), PostgreSQL included: about 5
+# minutes. `pytest -m stress` alone runs them at a reduced size.
+stress: $(STAMP)
+	bash scripts/bootstrap.sh
+	INTERLOCK_STRESS=full bash scripts/with_pg.sh $(BIN)/pytest -q -m stress
 
 diagrams: $(STAMP)
 	$(BIN)/interlock diagram --all specs/ -o diagrams/

@@ -3,8 +3,8 @@ run back to back: the writes race each other hardest when the agents take no tim
 
 Every run must end ``completed`` (exit 0), and every artefact must be whole: each YAML
 file parses, progress.md lists every task done, each invocation record and task report is
-there and ends with a newline. Marked ``stress``: 3 sessions in ``make test``, 20 in
-.ci/run."""
+there and ends with a newline. Marked ``stress``: 20 sessions in ``make stress`` (.ci/run), 3 at the
+reduced size (``pytest -m stress``)."""
 
 from __future__ import annotations
 

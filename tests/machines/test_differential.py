@@ -3,8 +3,9 @@
 For each machine the transitions backend accepts (random machines from the common
 subset, and every built-in spec in specs/), TRACES_PER_SPEC seeded random event traces
 run through both backends; after every event the configurations, termination and the
-log of actions (name, event, source, target, data) must be equal. The default run
-generates GENERATED_SPECS machines; INTERLOCK_STRESS=full (.ci/run) four times as many.
+log of actions (name, event, source, target, data) must be equal. The generated machines
+are a stress test: GENERATED_SPECS of them at the reduced size, four times as many under
+INTERLOCK_STRESS=full (`make stress`, .ci/run); the built-in specs run in `make test`.
 
 Guards are bound to a deterministic function of (guard name, events sent so far), so
 how often a backend evaluates a guard does not matter. The action ``r1`` raises an

@@ -1,8 +1,8 @@
-"""Stress sizes: what the default run can afford, and the full size under INTERLOCK_STRESS=full.
+"""Stress sizes: a reduced size by default, and the full size under INTERLOCK_STRESS=full.
 
-A test marked ``stress`` runs at its default size in ``make test`` and again at full size
-in .ci/run, after ``make test`` (``INTERLOCK_STRESS=full pytest -m stress``): the same
-checks, more examples, kill points or bytes.
+A test marked ``stress`` repeats checks other tests make, at a size that takes minutes:
+``make test`` leaves it out; ``make stress`` (and .ci/run, after ``make test``) runs it at
+full size. ``pytest -m stress`` alone runs the reduced size, for a quick try.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ and resumed again until it finishes: the final state, the context (which lists e
 it applied, in order) and the journal's steps must equal the reference's. Kill points are
 chosen by progress, not by wall time: a delay measured on a loaded machine can land every
 kill after the last step.
-KILLS is 6 in the default run and 20 with INTERLOCK_STRESS=full (.ci/run).
+KILLS is 20 under INTERLOCK_STRESS=full (`make stress`, .ci/run), 6 at the reduced size.
 """
 
 from __future__ import annotations

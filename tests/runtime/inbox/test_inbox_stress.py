@@ -28,9 +28,11 @@ from interlock.runtime.inbox.sqlite import SqliteInbox
 
 from support.inbox_helpers import empty_pg, server_process
 from support.paths import TESTS
+from support.stress import FULL, scaled
 
-FULL = os.environ.get("INTERLOCK_STRESS", "") == "full"
-MESSAGES = 10_000 if FULL else 300
+pytestmark = pytest.mark.stress
+
+MESSAGES = scaled(300, 10_000)
 WORKERS = 8
 KILLED = 2
 LEASE = 2.0
