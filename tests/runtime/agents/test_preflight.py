@@ -70,9 +70,11 @@ def test_the_agents_own_path_finds_the_cli(tmp_path: Path) -> None:
                "ANTHROPIC_API_KEY"),
     ("codex", "✗ a: codex: not logged in — run `codex login` (or `codex login "
               "--with-api-key`), or set CODEX_API_KEY"),
-    ("gemini", "✗ a: gemini: not logged in (no auth method) — run `gemini` and log in, or "
-               "set security.auth.selectedType in ~/.gemini/settings.json, or set "
-               "GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI or GOOGLE_GENAI_USE_GCA"),
+    pytest.param(
+        "gemini", "✗ a: gemini: not logged in (no auth method) — run `gemini` and log in, "
+                  "or set security.auth.selectedType in ~/.gemini/settings.json, or set "
+                  "GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI or GOOGLE_GENAI_USE_GCA",
+        marks=pytest.mark.slow_cli),
 ])
 def test_logged_out_with_an_empty_home_and_no_key(cli: str, problem: str, tmp_path: Path
                                                    ) -> None:
@@ -146,6 +148,7 @@ def test_codex_refuses_a_folder_outside_git_when_told_to(tmp_path: Path) -> None
     assert inside.ok and " · git repo · " in inside.line()
 
 
+@pytest.mark.slow_cli  # gemini takes seconds a call: after make test, in .ci/run
 def test_gemini_trust_models_keys_and_agents(tmp_path: Path) -> None:
     """Several gemini agents in one project, each in a folder of its own (checked in
     parallel): trustedFolders.json's rules, a .env file, an unknown model, agent:."""
@@ -199,6 +202,7 @@ def test_claude_knows_its_subagents_by_their_front_matter(tmp_path: Path) -> Non
         "`name: reviewer` in its front matter")
 
 
+@pytest.mark.slow_cli  # opencode takes seconds a call: after make test, in .ci/run
 def test_opencode_models_and_agents_come_from_opencode_itself(tmp_path: Path) -> None:
     require_cli("opencode")
     environ = cli_env("opencode", NO_SERVER, tmp_path / "home", path=cli_path())
