@@ -188,24 +188,29 @@ class RalphFolder:
 
     def record_worktree(self, task: str, line: dict[str, Any] | None) -> None:
         """Set (None: drop) ``task``'s line in metadata.yaml's ``worktrees``."""
+        self._edit_worktrees({task: line})
+
+    def forget_worktrees(self, tasks: list[str]) -> None:
+        """Drop ``tasks`` from metadata.yaml's ``worktrees`` (they were removed)."""
+        if tasks:
+            self._edit_worktrees(dict.fromkeys(tasks))
+
+    def _edit_worktrees(self, lines: dict[str, dict[str, Any] | None]) -> None:
+        """Set (None: drop) each task's line of ``worktrees``, in one edit."""
 
         def change(data: dict[str, Any]) -> None:
             trees = dict(data.get("worktrees") or {})
-            if line is None:
-                trees.pop(task, None)
-            else:
-                trees[task] = line
+            for task, line in lines.items():
+                if line is None:
+                    trees.pop(task, None)
+                else:
+                    trees[task] = line
             if trees:
                 data["worktrees"] = trees
             else:
                 data.pop("worktrees", None)
 
         self.edit_metadata(change)
-
-    def forget_worktrees(self, tasks: list[str]) -> None:
-        """Drop ``tasks`` from metadata.yaml's ``worktrees`` (they were removed)."""
-        for task in tasks:
-            self.record_worktree(task, None)
 
     # -- iterations ---------------------------------------------------------------------
 
