@@ -21,6 +21,7 @@ import os
 import random
 import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -104,7 +105,11 @@ def check(snapshot: ProgressSnapshot, config: RalphConfig, now: float) -> StopRe
 
 def _git_files(project: Path) -> list[str] | None:
     """The project's files as git sees them (tracked, plus untracked not ignored), or
-    None when ``project`` is not in a git work tree."""
+    None when ``project`` is not in a git work tree (asked of git only when a ``.git``
+    is in the project or above it, or ``GIT_DIR`` is set: starting git to hear "not a
+    repository" cost more than the rest of a digest)."""
+    if not _may_be_git(project):
+        return None
     try:
         done = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -114,6 +119,13 @@ def _git_files(project: Path) -> list[str] | None:
     if done.returncode != 0:
         return None
     return sorted({p for p in done.stdout.decode("utf-8", "surrogateescape").split("\0") if p})
+
+
+def _may_be_git(project: Path) -> bool:
+    if os.environ.get("GIT_DIR"):
+        return True
+    folder = project.resolve()
+    return any((parent / ".git").exists() for parent in (folder, *folder.parents))
 
 
 def _walked_files(project: Path) -> list[str]:
@@ -135,25 +147,35 @@ def project_files(project: Path | str) -> list[str]:
     return [f for f in files if not IGNORED_DIRS.intersection(Path(f).parts)]
 
 
-#: Content hashes of project files by (path, size, mtime), so that an unchanged file is
-#: read once per process however often the digest is taken.
-FileHashes = dict[tuple[str, int, int], str]
+class FileFacts:
+    """What a file's content gives (its hash, a review's verdict), remembered by the
+    file's (path, size, mtime): an unchanged file is read once per process however often
+    the digest is taken."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, str, int, int], str] = {}
+
+    def get(self, kind: str, path: Path, read: Callable[[Path], str]) -> str:
+        """``read(path)``, or what it gave for the same file unchanged (``kind`` keeps
+        the facts of one file apart). Raises OSError like ``stat``."""
+        info = path.stat()
+        key = (kind, str(path), info.st_size, info.st_mtime_ns)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = read(path)
+        return known
+
+
 SEEN_KEPT = 256  # digests a ProgressWatch remembers
 SEEN_CHARS = 16  # of each (64 bits of SHA-256: enough to tell states apart)
 
 
-def _file_hash(path: Path, info: os.stat_result, cache: FileHashes | None) -> str:
-    key = (str(path), info.st_size, info.st_mtime_ns)
-    if cache is not None and key in cache:
-        return cache[key]
+def _file_hash(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
-    value = digest.hexdigest()
-    if cache is not None:
-        cache[key] = value
-    return value
+    return digest.hexdigest()
 
 
 def done_tasks(progress_md: Path | str) -> list[str]:
@@ -165,43 +187,53 @@ def done_tasks(progress_md: Path | str) -> list[str]:
     return [f"{t.id}: {t.title}" for t in parse_progress(text)[0] if t.marker == "x"]
 
 
-def accepted_reviews(reviews: Path | str) -> list[str]:
+def accepted_reviews(reviews: Path | str, facts: FileFacts | None = None) -> list[str]:
     """The tasks whose review in ``reviews`` (an iteration's folder of them) accepts the
-    work, read as the orchestrator reads it (:func:`review_verdict`)."""
+    work, read as the orchestrator reads it (:func:`review_verdict`); ``facts`` keeps
+    the verdicts of unchanged reviews between calls."""
     folder = Path(reviews)
+    facts = facts or FileFacts()
     accepted: list[str] = []
     for review in sorted(folder.glob("*.md")) if folder.is_dir() else []:
         try:
-            answer = load_yaml(review.read_text(encoding="utf-8"))
-        except (OSError, ValueError, yaml.YAMLError):
-            continue  # being written, or not a review: not an acceptance
-        if isinstance(answer, dict) and review_verdict(answer) == "accept":
+            verdict = facts.get("verdict", review, _verdict)
+        except OSError:
+            continue
+        if verdict == "accept":
             accepted.append(review.stem)
     return accepted
 
 
+def _verdict(review: Path) -> str:
+    try:
+        answer = load_yaml(review.read_text(encoding="utf-8"))
+    except (ValueError, yaml.YAMLError):
+        return ""  # being written, or not a review: not an acceptance
+    return review_verdict(answer) if isinstance(answer, dict) else ""
+
+
 def progress_digest(project: Path | str, progress_md: Path | str | None = None, *,
-                    cache: FileHashes | None = None, reviews: Path | None = None) -> str:
+                    facts: FileFacts | None = None, reviews: Path | None = None) -> str:
     """A SHA-256 over the tasks progress.md marks done, the tasks ``reviews`` accept and
-    each project file's path and content (``cache`` keeps file hashes between calls).
-    Equal digests: nothing done is different, whatever was rewritten. A task failed,
-    blocked or rejected, a replan that words the same work anew: none of them is
-    progress, so a loop of failing iterations ends at the limit even when its planner
-    never writes the same plan twice."""
+    each project file's path and content (``facts`` keeps what unchanged files gave
+    between calls). Equal digests: nothing done is different, whatever was rewritten. A
+    task failed, blocked or rejected, a replan that words the same work anew: none of
+    them is progress, so a loop of failing iterations ends at the limit even when its
+    planner never writes the same plan twice."""
     root = Path(project)
+    facts = facts or FileFacts()
     digest = hashlib.sha256()
     if progress_md is not None:
         for line in done_tasks(progress_md):
             digest.update(f"done {line}\n".encode())
     if reviews is not None:
-        for task in accepted_reviews(reviews):
+        for task in accepted_reviews(reviews, facts):
             digest.update(f"accepted {task}\n".encode())
     digest.update(b"\0files\0")
     for name in project_files(root):
         path = root / name
         try:
-            info = path.stat()
-            content = _file_hash(path, info, cache)
+            content = facts.get("sha256", path, _file_hash)
         except (FileNotFoundError, IsADirectoryError, PermissionError):
             continue  # listed by git, deleted since; or not a readable file
         digest.update(f"{name}\0{content}\n".encode("utf-8", "surrogateescape"))

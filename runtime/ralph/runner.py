@@ -59,7 +59,7 @@ from interlock.runtime.ralph.feed import RalphFeed
 from interlock.runtime.ralph.folder import RalphFolder, now_iso
 from interlock.runtime.ralph.isolation import Isolation
 from interlock.runtime.ralph.limits import (
-    FileHashes,
+    FileFacts,
     SessionLimits,
     StopReason,
     check,
@@ -161,7 +161,7 @@ class RalphRun(HostPlugin):
                        else SessionLimits(config, time.time()))
         self.state = ""
         self._ended = 0  # invocations ended since the last look
-        self._hashes: FileHashes = {}  # the project's file hashes, for progress digests
+        self._facts = FileFacts()  # the project's file hashes, for progress digests
         self._host: SessionHost | None = None
         self._looks: asyncio.Queue[None] | None = None  # a look is due (a step, a deadline)
         self._moved: asyncio.Event | None = None  # the orchestrator committed a step
@@ -347,7 +347,7 @@ class RalphRun(HostPlugin):
             n = int(ctx.get("iteration", 1))
             digest = await asyncio.to_thread(
                 progress_digest, self.root, self.folder.iteration(n) / "progress.md",
-                cache=self._hashes, reviews=self.folder.iteration(n) / "reviews")
+                facts=self._facts, reviews=self.folder.iteration(n) / "reviews")
             self.limits.invocation_done(digest, invocations=ended)
             self.limits.cost_usd = _spent(ctx)  # the orchestrator's context keeps the total
             await asyncio.to_thread(self.folder.update_metadata, limits=self.limits.to_json())

@@ -17,6 +17,7 @@ from interlock.runtime.config.ralph import RalphConfig, RetryPolicy
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.ralph import limits as limits_module
 from interlock.runtime.ralph.limits import (
+    FileFacts,
     ProgressSnapshot,
     ProgressWatch,
     SessionLimits,
@@ -126,6 +127,39 @@ def test_a_review_that_accepts_is_progress_one_that_rejects_is_not(tmp_path: Pat
     assert accepted_reviews(reviews) == ["T2"]
 
 
+def test_a_review_rewritten_is_read_again(tmp_path: Path) -> None:
+    """The verdicts kept between digests follow the file: a retry rewritten as an accept
+    is progress, an unchanged review is not read again."""
+    reviews = tmp_path / "reviews"
+    reviews.mkdir()
+    facts = FileFacts()
+    (reviews / "T1.md").write_text("verdict: retry\n")
+    before = progress_digest(tmp_path, reviews=reviews, facts=facts)
+    assert accepted_reviews(reviews, facts) == []
+    (reviews / "T1.md").write_text("verdict: accept\n")
+    assert accepted_reviews(reviews, facts) == ["T1"]
+    assert progress_digest(tmp_path, reviews=reviews, facts=facts) != before
+
+
+def test_file_facts_read_a_file_again_only_when_it_changed(tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_text("one")
+    reads: list[str] = []
+
+    def read(p: Path) -> str:
+        reads.append(p.read_text())
+        return reads[-1].upper()
+
+    facts = FileFacts()
+    assert [facts.get("up", path, read) for _ in range(3)] == ["ONE"] * 3
+    os.utime(path, ns=(1, 1))
+    assert facts.get("up", path, read) == "ONE" and reads == ["one", "one"]
+    assert facts.get("other", path, lambda p: "x") == "x"  # kinds kept apart
+    path.unlink()
+    with pytest.raises(FileNotFoundError):
+        facts.get("up", path, read)
+
+
 def test_project_files_follow_git_when_present(tmp_path: Path) -> None:
     env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True, env=env)
@@ -162,13 +196,13 @@ def test_progress_watch_sees_a_loop_as_no_progress() -> None:
 
 def test_digest_sees_content_not_rewrites(tmp_path: Path) -> None:
     (tmp_path / "src.py").write_text("x = 1\n")
-    cache: dict[tuple[str, int, int], str] = {}
-    first = progress_digest(tmp_path, cache=cache)
+    facts = FileFacts()
+    first = progress_digest(tmp_path, facts=facts)
     os.utime(tmp_path / "src.py", ns=(1, 1))  # rewritten the same: not progress
     (tmp_path / "src.py").write_text("x = 1\n")
-    assert progress_digest(tmp_path, cache=cache) == first
+    assert progress_digest(tmp_path, facts=facts) == first
     (tmp_path / "src.py").write_text("x = 2\n")
-    assert progress_digest(tmp_path, cache=cache) != first
+    assert progress_digest(tmp_path, facts=facts) != first
 
 
 def test_transient_classification() -> None:
