@@ -11,6 +11,11 @@ import pytest
 
 from support.cli import Cli
 
+# The store fixtures (store, target, pg_url) for tests/runtime/store and inbox, registered
+# here: pytest takes plugins from the root conftest only, before any test module imports
+# them (so that their asserts are rewritten).
+pytest_plugins = ["support.store_fixtures"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Ctrl-C tests send SIGINT to the processes they start: a run started in the

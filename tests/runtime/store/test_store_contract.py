@@ -43,7 +43,6 @@ from support.store_helpers import (
     with_params,
 )
 
-pytest_plugins = ["support.store_fixtures"]  # fixtures: store, target, pg_url
 TTL = 30.0
 SPAWN = multiprocessing.get_context("spawn")
 

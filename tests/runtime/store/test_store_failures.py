@@ -28,7 +28,6 @@ from interlock.runtime.store.sqlite import MIGRATIONS, SqliteStore
 from support.pg_proxy import Proxy
 from support.store_helpers import created, open_worker, row, step, with_params
 
-pytest_plugins = ["support.store_fixtures"]  # fixtures: pg_url
 QUICK = Backoff(attempts=3, first=0.01, cap=0.02)
 
 
