@@ -199,7 +199,7 @@ def resolve_bindings(bindings: BindingsArg, spec_text: str, spec_path: str,
 
 
 def _in_session(bindings: Bindings, session_id: str, root: Path) -> Bindings:
-    from interlock.runtime.signals.session_feed import session_dir
+    from interlock.runtime.signals.addressing import session_dir
 
     return with_session(bindings, SessionContext.of(session_id, session_dir(root, session_id)))
 
@@ -308,7 +308,7 @@ def _invokes(root: Path, session_id: str, bindings: Bindings,
     that of ``machine:`` names (built-in specs, spec files run with ``bindings``)."""
     from interlock.runtime.agents.invoke import agent_resolver, process_handlers
     from interlock.runtime.api.machines import machine_resolver
-    from interlock.runtime.signals.session_feed import session_dir
+    from interlock.runtime.signals.addressing import session_dir
 
     return {"folder": session_dir(root, session_id),
             "invokers": process_handlers(agent_resolver(root)),
@@ -330,7 +330,7 @@ def _assembler(builtin: Builtin | None, bindings: BindingsArg) -> OpenHost | Non
 
 def _setup(session_id: str, root: Path, demo: bool, port: SessionPort,
            store: str | None) -> BuiltinSetup:
-    from interlock.runtime.signals.session_feed import session_dir
+    from interlock.runtime.signals.addressing import session_dir
 
     return BuiltinSetup(session_id, root, session_dir(root, session_id), demo, port=port,
                         store_url=store)

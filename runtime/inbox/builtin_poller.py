@@ -118,7 +118,7 @@ def _configuring(reset_backoff: Binding, configured: dict[str, Any]) -> Binding:
 async def play(driver: DemoDriver) -> None:
     """Start, wait until both demo messages were surfaced, mark the first one done (an
     explicit ``poll.done``), shut down."""
-    from interlock.runtime.signals.session_feed import session_dir
+    from interlock.runtime.signals.addressing import session_dir
 
     await driver.wait_for("disabled")
     driver.send("start")

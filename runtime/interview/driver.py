@@ -121,7 +121,7 @@ class Machines:
         """A runner holding the session: created with ``context``, or (None) resumed.
         ``agent`` plays its ``agent: poller`` invokes (default: :attr:`agent`)."""
         from interlock.runtime.engine.builtin_specs import resolve_spec
-        from interlock.runtime.signals.session_feed import session_dir
+        from interlock.runtime.signals.addressing import session_dir
 
         path = resolve_spec(spec)
         text = path.read_text(encoding="utf-8") if context is not None else None

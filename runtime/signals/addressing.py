@@ -17,9 +17,14 @@ from pathlib import Path
 
 from interlock.machines.diagnostics import did_you_mean
 from interlock.runtime.signals.model import SignalError, check_identifier
-from interlock.runtime.signals.session_feed import SESSIONS_DIR, session_dir
 
+SESSIONS_DIR = Path(".interlock") / "sessions"
 RALPH_SESSIONS_DIR = Path(".ralph-sessions")
+
+
+def session_dir(base: Path, session_id: str) -> Path:
+    """The session folder: ``BASE/.interlock/sessions/<id>`` (the id is checked)."""
+    return base / SESSIONS_DIR / check_identifier(session_id, "session id")
 
 
 def session_mailbox_dir(base: Path, session_id: str) -> Path:

@@ -27,13 +27,6 @@ from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SIGNAL_TYPES, TARGET_ALL, Signal, check_identifier
 from interlock.runtime.store import EventQueue, open_store
 
-SESSIONS_DIR = Path(".interlock") / "sessions"
-
-
-def session_dir(base: Path, session_id: str) -> Path:
-    """The session folder: ``BASE/.interlock/sessions/<id>`` (the id is checked)."""
-    return base / SESSIONS_DIR / check_identifier(session_id, "session id")
-
 
 class SessionFeed:
     """Delivers one mailbox into one runner's session. ``store`` should be a connection of

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from interlock import runtime
 from interlock.runtime.engine.runner import Runner
+from interlock.runtime.signals.addressing import session_dir
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import make_signal
-from interlock.runtime.signals.session_feed import SessionFeed, session_dir
+from interlock.runtime.signals.session_feed import SessionFeed
 from interlock.runtime.store import Store, open_store
 
 from support.paths import ROOT
