@@ -121,7 +121,7 @@ class RalphFeed(HostPlugin):
         """Feed ``runner`` as ``identity``; returns the detach."""
 
         def stepped(step: Step) -> None:
-            if step.accepted:
+            if step.accepted and not self.mailbox.idle():
                 self.consumer.rescan()  # what waits in inputs/ may be taken now
 
         taker = _Taker(runner, identity, stepped)
@@ -129,7 +129,8 @@ class RalphFeed(HostPlugin):
             self._takers.append(taker)
         runner.mailbox_clear = lambda seq: self._clear(taker, seq)
         runner.step_listeners.append(stepped)
-        self.consumer.rescan()
+        if not self.mailbox.idle():
+            self.consumer.rescan()  # what waits may be for this session
 
         def detach() -> None:
             with self._lock:
@@ -138,18 +139,26 @@ class RalphFeed(HostPlugin):
                 if identity != ORCHESTRATOR and runner.session.is_final:
                     self._orphans += [item for item in self.store.queued_events(runner.session_id)
                                       if item.event.startswith("signal.")]
+                orphaned = bool(self._orphans)
             runner.mailbox_clear = None
             with contextlib.suppress(ValueError):
                 runner.step_listeners.remove(stepped)
-            self.consumer.rescan()
+            if orphaned or not self.mailbox.idle():
+                self.consumer.rescan()  # its signals, or what waited, for the others
 
         return detach
 
     def _clear(self, taker: _Taker, seq: int) -> bool:
         """Whether a scan that started once commit ``seq`` was made offered ``taker``
-        nothing; if not yet, one is asked for (its end wakes the runner)."""
-        if taker.clear_seq >= seq:
-            return True
+        nothing, or the mailbox is idle now (nothing in ``inputs/``, no claim, no signal
+        of an ended subagent to hand over: a scan could offer nothing); if not, a scan is
+        asked for (its end wakes the runner)."""
+        with self._lock:
+            if taker.clear_seq >= seq:
+                return True
+            if not self._orphans and self.mailbox.idle():
+                taker.clear_seq = seq  # a scan under way has nothing to tell it
+                return True
         self.consumer.rescan()
         return False
 

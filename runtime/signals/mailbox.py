@@ -132,6 +132,26 @@ class Mailbox:
             return []
         return sorted(names, key=fifo_key)
 
+    def idle(self) -> bool:
+        """Whether nothing waits in ``inputs/`` and no consumer holds a claim: a scan now
+        would deliver nothing. A few directory listings, for a runner's question "is
+        the mailbox clear?" after each step (a scan is a hand-off to the consumer's
+        thread and back)."""
+        if self.pending():
+            return False
+        try:
+            owners = [e.path for e in os.scandir(self.claims) if e.is_dir()]
+        except FileNotFoundError:
+            return True
+        for folder in owners:
+            try:
+                with os.scandir(folder) as entries:
+                    if any(True for _ in entries):
+                        return False
+            except FileNotFoundError:
+                continue
+        return True
+
     def peek(self, name: str, limit: int) -> bytes | None:
         """The first ``limit + 1`` bytes of ``inputs/NAME``, or None if it is gone."""
         try:

@@ -16,6 +16,7 @@ signals waiting for them have been taken (STEER first, then ``polled``).
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class SessionFeed:
         self._delivered = 0  # signals offered to the session so far
         self._scan: tuple[int, int] | None = None  # (runner seq, delivered) at scan start
         self._clear_seq = -1  # the latest seq a clear scan started after
+        self._clearing = threading.Lock()  # _clear_seq: the consumer's and the runner's
         runner.mailbox_clear = self.clear_since
 
     def _scan_starts(self) -> None:
@@ -55,13 +57,23 @@ class SessionFeed:
         started = self._scan
         if started is None or started[1] != self._delivered:
             return  # it delivered: the runner steps, and the step asks for a new scan
-        self._clear_seq = max(self._clear_seq, started[0])
+        with self._clearing:
+            if started[0] <= self._clear_seq:
+                return  # the runner knew already (an idle mailbox)
+            self._clear_seq = started[0]
         self.runner.wake()
 
     def clear_since(self, seq: int) -> bool:
         """Whether a scan that started once commit ``seq`` was made found nothing to
-        deliver (the runner's test before it raises ``polled``)."""
-        return self._clear_seq >= seq
+        deliver, or the mailbox is idle now (nothing to deliver at all): the runner's
+        test before it raises ``polled``."""
+        with self._clearing:
+            if self._clear_seq >= seq:
+                return True
+            if self.mailbox.idle():
+                self._clear_seq = seq
+                return True
+        return False
 
     def _deliver(self, signal: Signal, handled_at: str) -> str:
         self._delivered += 1
@@ -74,7 +86,8 @@ class SessionFeed:
 
     def stepped(self) -> None:
         """The session moved: signals waiting in inputs/ may be taken now."""
-        self.consumer.rescan()
+        if not self.mailbox.idle():
+            self.consumer.rescan()
 
     def start(self) -> None:
         self.consumer.start()

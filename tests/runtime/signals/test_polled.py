@@ -51,14 +51,37 @@ def test_a_waiting_steer_is_taken_first_then_polled(tmp_path: Path) -> None:
     runner = _open(store, CHECKPOINT, "c1")
     feed = SessionFeed(runner, open_store(None, tmp_path), session_dir(tmp_path, "c1"))
     try:
-        assert runner.pump() == []  # the mailbox was not looked at yet: no polled
+        assert runner.pump() == []  # the STEER waits, unscanned: no polled
         feed.consumer.run_once()  # delivers the STEER
+        steps = runner.pump()  # nothing waits any more: polled follows at once
+        assert [(s.event, s.after) for s in steps] == [("signal.STEER", ("checkpoint",)),
+                                                       ("polled", ("done",))]
+        assert runner.session.context["steers"] == ["use bar"]
+    finally:
+        feed.stop()
+        feed.store.close()
+        runner.close()
+        store.close()
+
+
+def test_a_signal_left_waiting_holds_polled_until_a_scan_after_the_step(tmp_path: Path
+                                                                        ) -> None:
+    """An APPROVE the checkpoint does not take stays in inputs/: the mailbox is not idle,
+    so polled waits for a scan that started after the STEER's step (the STEER might have
+    made the APPROVE acceptable)."""
+    _post(tmp_path, "c2", "STEER", "use bar")
+    _post(tmp_path, "c2", "APPROVE")
+    store = open_store(None, tmp_path)
+    runner = _open(store, CHECKPOINT, "c2")
+    feed = SessionFeed(runner, open_store(None, tmp_path), session_dir(tmp_path, "c2"))
+    try:
+        feed.consumer.run_once()  # delivers the STEER; the APPROVE stays
         assert [s.event for s in runner.pump()] == ["signal.STEER"]
-        assert runner.session.active == ("checkpoint",)  # the scan was not clear
+        assert runner.session.active == ("checkpoint",)  # no scan since the step
         feed.consumer.run_once()  # scanned after the STEER: nothing more for it
         steps = runner.pump()
         assert [(s.event, s.after) for s in steps] == [("polled", ("done",))]
-        assert runner.session.context["steers"] == ["use bar"]
+        assert len(feed.mailbox.pending()) == 1  # the APPROVE, for whoever takes it
     finally:
         feed.stop()
         feed.store.close()

@@ -146,6 +146,19 @@ def test_the_first_claim_wins_and_finish_appends_metadata(tmp_path: Path) -> Non
     assert read_metadata(final) == data["handling_metadata"]
 
 
+def test_a_mailbox_is_idle_with_nothing_waiting_and_no_claim_held(tmp_path: Path) -> None:
+    mailbox = Mailbox(tmp_path / "s1")
+    assert mailbox.idle()
+    mailbox.post(make_signal("INFO", message="fyi", now=NOW, random_part="abcd"))
+    assert not mailbox.idle()  # waiting in inputs/
+    claim = mailbox.claim(NAME, "1.aa.host")
+    assert claim is not None and not mailbox.idle()  # being handled
+    mailbox.finish(claim, {"handled_by": "me", "handled_at": "t", "action_taken": "noted"})
+    assert mailbox.idle()  # handled: processed/ does not count, nor the empty claims folder
+    (mailbox.inputs / ".hidden").write_text("x")
+    assert mailbox.idle()  # hidden files are no signals
+
+
 def test_rejection_keeps_the_file_and_writes_the_reason(tmp_path: Path) -> None:
     mailbox = Mailbox(tmp_path / "s1")
     (mailbox.inputs / NAME).write_bytes(b"type: LAUNCH\n")
