@@ -464,7 +464,8 @@ class Invoker:
         self.wake()
 
     def _offer(self, key: str, event: str, data: dict[str, Any]) -> None:
-        self.store.offer(self.session_id, event, data, self.clock.now(), key=key)
+        """Queue ``event`` for the session (its runner is woken by the caller)."""
+        self.store.offer(self.session_id, event, data, self.clock.now(), key=key, wake=False)
 
     def _offer_all(self, fanout: Fanout) -> None:
         """Offer the fan-out's ``done.invoke.<id>.all`` once: keyed by the fan-out's id,

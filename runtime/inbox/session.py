@@ -214,7 +214,7 @@ class SessionInbox(HostPlugin):
         event, data = self.shape(message, lease)
         try:
             item = self.store.offer(self.runner.session_id, event, data, time.time(),
-                                    self._key(message))
+                                    self._key(message), wake=False)  # woken below
         except StoreError as exc:  # not offered: once the lease runs out it comes back
             LOG.warning("inbox: could not deliver %s to session %s: %s", message.id,
                         self.runner.session_id, exc)

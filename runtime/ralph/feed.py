@@ -241,7 +241,7 @@ class RalphFeed(HostPlugin):
                 assert route is not None
             for taker in route.takers:
                 self.store.offer(taker.runner.session_id, signal.event, signal.event_data(),
-                                 time.time(), signal.id)
+                                 time.time(), signal.id, wake=False)  # woken below
                 taker.offered += 1
         first = route.takers[0]
         state = first.runner.active[-1] if first.runner.active else "?"

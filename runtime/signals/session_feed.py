@@ -78,7 +78,7 @@ class SessionFeed:
     def _deliver(self, signal: Signal, handled_at: str) -> str:
         self._delivered += 1
         item = self.store.offer(self.runner.session_id, signal.event, signal.event_data(),
-                                time.time(), signal.id)
+                                time.time(), signal.id, wake=False)
         self.runner.wake()
         if item is None:
             return f"already delivered to session {self.runner.session_id} as {signal.event}"

@@ -275,7 +275,7 @@ class EventQueue(StoreConnection, Protocol):
         """Queue an event for the session's runner; returns the item id."""
 
     def offer(self, session_id: str, event: str, data: dict[str, Any], at: float,
-              key: str) -> int | None:
+              key: str, *, wake: bool = True) -> int | None:
         """Queue an event like ``enqueue``, at most once per (session, ``key``), ever: for
         deliveries that may be repeated (a signal re-sent after a crash), keyed by the
         sender's id for it. Returns the new item's id, or None when ``key`` was offered to
@@ -284,7 +284,9 @@ class EventQueue(StoreConnection, Protocol):
         written in one transaction, so neither exists without the other; concurrent offers
         of one key queue one item and none fails. A call that had to be retried returns its
         own item's id if its first attempt did land (never a second item). StoreError for
-        an empty ``key``. Keys are forgotten only with their session."""
+        an empty ``key``. Keys are forgotten only with their session. ``wake=False``: the
+        caller wakes the session's runner itself (it runs in the caller's process), so
+        the store's own wake-up (SQLite's doorbell) is not rung."""
 
     def delivered(self, session_id: str, key: str) -> bool:
         """Whether ``key`` was ever offered to the session (its item may be consumed)."""

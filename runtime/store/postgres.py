@@ -496,7 +496,7 @@ class PostgresStore:
         return self._run(body, None)
 
     def offer(self, session_id: str, event: str, data: dict[str, Any], at: float,
-              key: str) -> int | None:
+              key: str, *, wake: bool = True) -> int | None:  # no wake-ups: see wakeup.py
         check_key(key)
         data_text = dumps(data)
         drawn: int | None = None  # the item id the latest attempt wrote, if it wrote one

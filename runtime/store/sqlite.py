@@ -462,7 +462,7 @@ class SqliteStore:
         return item
 
     def offer(self, session_id: str, event: str, data: dict[str, Any], at: float,
-              key: str) -> int | None:
+              key: str, *, wake: bool = True) -> int | None:
         check_key(key)
         data_text = dumps(data)
 
@@ -477,7 +477,7 @@ class SqliteStore:
             return item
 
         offered = self._write(body)
-        if offered is not None:
+        if offered is not None and wake:
             self.ring(session_id)
         return offered
 
