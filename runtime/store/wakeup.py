@@ -2,7 +2,8 @@
 
 * A session's runner watches its **doorbell** (:func:`on_session_bell`): the SQLite store
   closes ``<db>.bells/<session id>`` after each write the runner must react to (an event
-  queued or offered, a cancel request, the session deleted), by any process. An event
+  queued or offered, a cancel request, the session deleted), by any process; not for an
+  ``offer(wake=False)``, whose sender wakes the runner in its own process. An event
   sent by ``interlock send`` or a cancel request from another process is seen at once,
   and no other session's commits wake the runner.
 * A waiter for anything else (the runner took an event, released its lease, journaled a
