@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from typer._click import exceptions as click  # typer vendors click since 0.2x
@@ -20,6 +21,9 @@ from interlock.runtime.cli.diagram import Format, run_diagram, run_diagram_all
 from interlock.runtime.cli.output import EXIT_USAGE, err, fail
 from interlock.runtime.cli.review_options import AnswersOpt, JsonLinesOpt, PollerAgentOpt
 from interlock.runtime.cli.validate import run_validate
+
+if TYPE_CHECKING:
+    from typer._click.core import Command as ClickCommand
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
@@ -534,7 +538,7 @@ def main(argv: list[str] | None = None) -> None:
     Usage errors (an unknown option, a bad option value, a missing argument) exit 2 with
     ``error: interlock CMD: <what is wrong> (see: interlock CMD -h)``.
     """
-    command = typer.main.get_command(app)
+    command = _command_tree(sys.argv[1:] if argv is None else argv)
     try:
         code = command.main(args=argv, prog_name="interlock", standalone_mode=False)
     except click.NoArgsIsHelpError as exc:
@@ -555,6 +559,25 @@ def main(argv: list[str] | None = None) -> None:
     if argv is None:  # the process's own command line: the process ends here
         _skip_final_collection()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _command_tree(args: list[str]) -> ClickCommand:
+    """The click command of ``app``, built with only the command the arguments name when
+    they start with one: typer builds every command's options from its signature (about
+    80 of them, 20-30 ms of each call). Anything else (no arguments, ``--help``,
+    ``--version``, a mistyped name, which click answers with the names there are) gets
+    the whole tree."""
+    name = args[0] if args and not args[0].startswith("-") else None
+    if name is not None:
+        commands = [c for c in app.registered_commands
+                    if (c.name or typer.main.get_command_name(
+                        getattr(c.callback, "__name__", ""))) == name]
+        groups = [g for g in app.registered_groups if g.name == name]
+        if commands or groups:
+            named = copy.copy(app)
+            named.registered_commands, named.registered_groups = commands, groups
+            return typer.main.get_command(named)
+    return typer.main.get_command(app)
 
 
 def _skip_final_collection() -> None:

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+from support.cli import Cli
+
 HEAVY = ("rich.console", "rich.table", "yaml", "interlock.machines.spec",
          "interlock.runtime.config.inbox", "interlock.runtime.engine",
          "interlock.runtime.api.sessions", "jinja2", "statemachine", "watchdog")
@@ -20,3 +22,29 @@ def test_the_command_tree_loads_no_command_s_modules() -> None:
                                            capture_output=True, text=True).stdout))
     assert "typer" in loaded  # the check sees the imports
     assert sorted(m for m in HEAVY if m in loaded) == []
+
+
+def test_a_call_builds_only_the_command_it_names() -> None:
+    """typer builds every command's options from its signature; a call that names its
+    command gets a tree with that one (help, --version and a mistyped name get them all,
+    so that click can list them or suggest one)."""
+    from interlock.runtime.cli.app import _command_tree
+
+    def names(args: list[str]) -> list[str]:
+        tree = _command_tree(args)
+        return sorted(getattr(tree, "commands", {}))
+
+    everything = names([])
+    assert {"status", "ralph", "demo-agent", "rm"} <= set(everything)
+    assert names(["status", "s1", "--json"]) == ["status"]
+    assert names(["demo-agent", "--role", "planner"]) == ["demo-agent"]
+    assert names(["ralph", "run", "s"]) == ["ralph"]
+    assert names(["stauts", "s1"]) == everything
+    assert names(["--version"]) == names(["-h"]) == everything
+
+
+def test_a_mistake_after_a_named_command_is_answered_as_usual(cli: Cli) -> None:
+    whole = cli("status", "--bogus")  # answered by the tree of one command
+    assert whole.returncode == 2
+    assert whole.stderr.startswith("error: interlock status: ")
+    assert "--bogus" in whole.stderr
