@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -31,6 +30,8 @@ class Format(StrEnum):
 def run_diagram_session(session_id: str, store_url: str | None, fmt: Format,
                         out: Path | None) -> int:
     """Draw a session's own spec (the text it runs) with its active states filled."""
+    import asyncio  # the command tree does not load it (tests/cli/test_startup.py)
+
     return _emit(lambda: asyncio.run(runtime.draw_session(session_id, fmt.value,
                                                           store=store_url)), fmt, out)
 

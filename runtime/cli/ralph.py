@@ -5,7 +5,6 @@ Thin: parse, call the façade (:mod:`interlock.runtime`), print.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import sys
@@ -115,6 +114,8 @@ def _terminal_review(session_id: str, store: str | None) -> Callable[[list[str]]
 
 
 def _run(session_id: str, store: str | None, **limits: Any) -> int:
+    import asyncio
+
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -204,6 +205,8 @@ def resume(
     store: StoreOpt = None,
 ) -> None:
     """Clear a PAUSE; when no runner is alive, run the session here."""
+    import asyncio
+
     try:
         alive = asyncio.run(runtime.ralph_resume(session_id, message=message, store=store))
     except runtime.InterlockError as exc:
@@ -221,6 +224,8 @@ def status(
     store: StoreOpt = None,
 ) -> None:
     """The session's state, iteration, tasks and pending signals."""
+    import asyncio
+
     try:
         info = asyncio.run(runtime.ralph_status(session_id, store=store))
     except runtime.InterlockError as exc:

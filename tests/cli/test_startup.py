@@ -12,7 +12,7 @@ from support.cli import Cli
 
 HEAVY = ("rich.console", "rich.table", "yaml", "interlock.machines.spec",
          "interlock.runtime.config.inbox", "interlock.runtime.engine",
-         "interlock.runtime.api.sessions", "jinja2", "statemachine", "watchdog")
+         "interlock.runtime.api.sessions", "jinja2", "statemachine", "watchdog", "asyncio")
 
 
 def test_the_command_tree_loads_no_command_s_modules() -> None:
