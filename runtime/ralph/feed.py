@@ -13,13 +13,15 @@ and the consumer archives it in ``processed/`` with its handling metadata. The
 orchestrator also takes STEER and INFO targeted at a subagent that is not running, at its
 checkpoints, and buffers them for that subagent's next invocation.
 Anything no session accepts now stays in ``inputs/`` for later (APPROVE waits for
-KNOWLEDGE_APPROVAL): every committed step of a session the feed serves asks for a scan.
+KNOWLEDGE_APPROVAL): every committed step of a session the feed serves asks for a scan
+while something waits there.
 Since the orchestrator accepts only ABORT while a subagent runs, the two never compete
 for the other signals (the seed's temporal demarcation).
 
 Each session's runner asks the feed before it raises ``polled`` (``Runner.mailbox_clear``):
-clear once a scan that started after its last commit offered it nothing; until then the
-question asks for a scan, whose end wakes the runner to ask again.
+clear once a scan that started after its last commit offered it nothing, or at once when
+the mailbox is idle (nothing in ``inputs/``, no claim held); until then the question asks
+for a scan, whose end wakes the runner to ask again.
 
 A subagent session can end between being offered a signal and taking it (its agent
 answered just then): the signal is in its inbox, archived as handled by it, and would be

@@ -9,7 +9,8 @@ and is looked at again after every step, so an APPROVE waits for KNOWLEDGE_APPRO
 "Accepts" includes guards: a signal whose transitions are all guarded false now stays too.
 
 The feed also tells the runner when the mailbox is clear: a full scan that started after
-the last committed step delivered nothing. The runner then raises ``polled`` at a
+the last committed step delivered nothing, or nothing is in the mailbox at all (no
+signal waiting or being handled: no scan needed). The runner then raises ``polled`` at a
 checkpoint (a state listening for it), so checkpoints advance by themselves once the
 signals waiting for them have been taken (STEER first, then ``polled``).
 """
