@@ -126,14 +126,16 @@ def test_cancel_of_a_live_runner_stops_it_and_its_children(
         asked = time.monotonic()
         outcome = cancel(store, "r1", "enough", time.time())
         assert outcome.action == "requested" and outcome.was == "running"
-        info = wait_until_not_running(store, "r1", timeout=3.0)
+        info = wait_until_not_running(store, "r1", timeout=20.0)
         out, err = proc.communicate(timeout=5)
         took = time.monotonic() - asked
     finally:
         proc.kill()
     assert info.status == "cancelled"
     assert proc.returncode == 0 and out == "cancelled\n", err
-    assert took < 2.0  # within ~1 s (plus the grace a `sleep` does not need)
+    # A bound, not a pace (a second here; bench/ measures speed): without the cancel the
+    # blocked step would wait for its `sleep 60`.
+    assert took < 20.0
     assert not any(alive(pid) for pid in children)
     (entry,) = [e for e in store.journal("r1") if e.kind == "cancelled"]
     assert entry.note is not None and "reason: enough" in entry.note
