@@ -42,8 +42,8 @@ def translated() -> Iterator[None]:
 def _facade_error(exc: Exception) -> InterlockError | None:
     """The façade's exception for one of the engine's or the store's, None for any other.
     The engine's classes are looked up only when an exception is raised: a call that
-    opens no session (``signal``, ``log``) does not import the engine to be ready for
-    one (about 80 ms of every such call)."""
+    runs no engine code (posting a signal) does not import the engine to be ready for
+    one (about 60 ms of such a call)."""
     if isinstance(exc, SessionNotFound):
         return NotFound(str(exc))
     if isinstance(exc, BadStoreURL):
