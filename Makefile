@@ -12,12 +12,14 @@ STAMP   := $(VENV)/.installed
 # (0.53 s a CLI call instead of 0.40 s; 7 s more per pytest worker to collect).
 export PYTHONDONTWRITEBYTECODE :=
 
-# --no-compile: Python compiles a module when it is first imported (and keeps it: see
-# PYTHONDONTWRITEBYTECODE above); compiling every installed package up front took a
-# third of the install.
+# uv installs the project: the machine's pip puts uv into a venv made without pip of its
+# own (ensurepip alone takes 3 s), and uv installs the rest in 5-7 s where pip took 15 s
+# of CPU. Neither compiles the installed packages up front: Python compiles a module when
+# it is first imported (and keeps it: see PYTHONDONTWRITEBYTECODE above).
 $(STAMP): pyproject.toml
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-compile -e '.[dev]'
+	$(PY) -m venv --without-pip $(VENV)
+	$(PY) -m pip --python $(BIN)/python install --quiet --disable-pip-version-check uv
+	$(BIN)/uv pip install --python $(BIN)/python --quiet -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
