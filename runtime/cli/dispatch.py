@@ -24,7 +24,6 @@ from interlock.runtime.cli.output import (
     EXIT_OK,
     EXIT_USAGE,
     err,
-    escape,
     fail,
     report_diagnostics,
 )
@@ -92,7 +91,7 @@ async def _run_all(commands: list[AgentCommand], config: runtime.PollingConfigur
                    store_url: str | None, record: bool) -> list[DispatchResult]:
     task = asyncio.ensure_future(runtime.dispatch_agents(
         commands, config, record=record, store=store_url,
-        on_note=lambda text: err.print(f"[yellow]{escape(text)}[/]")))
+        on_note=lambda text: err.print((text, "yellow"))))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, task.cancel)
@@ -142,5 +141,5 @@ def run_dispatch(words: Sequence[str], *, config_file: Path | None, timeout: str
         return fail(str(exc), exc.exit_code)
     sys.stdout.write(_render(results, fmt))
     for result in results:
-        err.print(escape(_summary(result)))
+        err.print(_summary(result))
     return exit_code(results)

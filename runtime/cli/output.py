@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterable
 from datetime import datetime, tzinfo
@@ -12,34 +13,59 @@ from interlock.machines.diagnostics import Diagnostic
 from interlock.machines.durations import format_duration
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, RenderableType
+
+#: A piece of a line: plain text, or ``(text, style)``, text that a terminal shows in a
+#: rich style ("bold red", "yellow"). Text is never markup: nothing in it needs escaping.
+Part = str | tuple[str, str]
 
 
-class LazyConsole:
-    """A rich ``Console`` made at its first ``print``: importing rich costs a CLI call
-    ~25 ms, and many calls print nothing or one line."""
+class Lines:
+    """Lines for the process's stdout or stderr. Where the stream is not a terminal (a
+    pipe, a file, a test) a line is its plain text, written at once; where it is, or
+    where FORCE_COLOR or TTY_COMPATIBLE=1 asks for styles as rich reads them, rich
+    (loaded then) shows the styles. Loading rich and printing through it costs a call
+    about 25 ms, most calls print a line or two, and none of them to a terminal when a
+    program reads them."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, name: str, **options: Any) -> None:
+        self._name = name
         self._options = options
         self._console: Console | None = None
 
-    def print(self, *objects: Any, **options: Any) -> None:
+    def print(self, *parts: Part) -> None:
+        """One line made of ``parts``."""
+        stream = getattr(sys, self._name)
+        if not _styled(stream):
+            stream.write("".join(p if isinstance(p, str) else p[0] for p in parts) + "\n")
+            return
+        from rich.text import Text
+
+        self.show(Text.assemble(*parts))
+
+    def show(self, renderable: RenderableType) -> None:
+        """A rich renderable (a table), as rich renders it for the stream."""
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(**self._options)
-        self._console.print(*objects, **options)
+            self._console = Console(stderr=self._name == "stderr", **self._options)
+        self._console.print(renderable)
 
 
-def escape(text: str) -> str:
-    """``text`` with rich's markup escaped (rich.markup loaded on first use)."""
-    from rich.markup import escape as rich_escape
+def _styled(stream: Any) -> bool:
+    """Whether rich would style what it prints to ``stream``: a terminal, unless
+    TTY_COMPATIBLE=0; or anything, when FORCE_COLOR or TTY_COMPATIBLE=1 says so."""
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if os.environ.get("FORCE_COLOR") or compatible == "1":
+        return True
+    try:
+        return compatible != "0" and bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
-    return rich_escape(text)
 
-
-err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
-out = LazyConsole(highlight=False, soft_wrap=True)
+err = Lines("stderr", highlight=False, soft_wrap=True)
+out = Lines("stdout", highlight=False, soft_wrap=True)
 
 
 def print_table(columns: Iterable[str], rows: Iterable[Iterable[str]]) -> None:
@@ -51,7 +77,7 @@ def print_table(columns: Iterable[str], rows: Iterable[Iterable[str]]) -> None:
         table.add_column(column)
     for row in rows:
         table.add_row(*row)
-    out.print(table)
+    out.show(table)
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -76,7 +102,7 @@ def print_json(diagnostics: Iterable[Diagnostic]) -> None:
 
 
 def fail(message: str, code: int = EXIT_ERRORS) -> int:
-    err.print(f"[bold red]error:[/] {escape(message)}")
+    err.print(("error:", "bold red"), f" {message}")
     return code
 
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from interlock import runtime
-from interlock.runtime.cli.output import EXIT_OK, EXIT_USAGE, err, escape, fail
+from interlock.runtime.cli.output import EXIT_OK, EXIT_USAGE, err, fail
 from interlock.runtime.cli.review_options import AnswersOpt, JsonLinesOpt, PollerAgentOpt
 
 ralph_app = typer.Typer(help="Ralph orchestrator sessions (plan, execute, review, replan; "
@@ -50,7 +50,7 @@ def _note(text: str) -> None:
         if _held is not None:
             _held.append(text)
             return
-    err.print(escape(text))
+    err.print(text)
 
 
 def _menu(agent: str | None, answers: Path | None, as_json: bool, store: str | None,
@@ -90,8 +90,8 @@ def _terminal_review(session_id: str, store: str | None) -> Callable[[list[str]]
     menu = _menu(None, None, False, store, [])
 
     def announced(item: runtime.TaskReview) -> bool:
-        err.print(f"[bold]The Reviewer rejected {escape(item.task)}[/]: review its report "
-                  "(a correction is staged for its next Executor)")
+        err.print((f"The Reviewer rejected {item.task}", "bold"),
+                  ": review its report (a correction is staged for its next Executor)")
         return menu(item)
 
     def review(tasks: list[str]) -> bool:
@@ -108,7 +108,7 @@ def _terminal_review(session_id: str, store: str | None) -> Callable[[list[str]]
             with _holding:
                 held, _held = _held or [], None
             for text in held:
-                err.print(escape(text))
+                err.print(text)
 
     return review
 
@@ -133,13 +133,13 @@ def _run(session_id: str, store: str | None, **limits: Any) -> int:
         err.print(f"stopped; Ralph session {session_id} is saved. Continue with: "
                   f"interlock ralph run {session_id}")
     elif result.outcome == "paused":
-        err.print(f"Ralph session {session_id} paused: {escape(result.reason or '')}")
+        err.print(f"Ralph session {session_id} paused: {result.reason or ''}")
     elif result.outcome == "limit":
-        err.print(f"limit reached: {escape(result.reason or '')}; continue with: "
+        err.print(f"limit reached: {result.reason or ''}; continue with: "
                   f"interlock ralph run {session_id} (a higher limit)")
     else:
         err.print(f"Ralph session {session_id} {result.outcome}"
-                  + (f": {escape(result.reason)}" if result.reason else ""))
+                  + (f": {result.reason}" if result.reason else ""))
     return result.exit_code
 
 

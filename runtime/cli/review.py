@@ -14,7 +14,7 @@ from typing import Any
 
 from interlock import runtime
 from interlock.machines.durations import parse_duration
-from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_USAGE, err, escape, fail, out
+from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_USAGE, err, fail, out
 from interlock.runtime.cli.sessions import _guard
 
 EXIT_INTERRUPTED = 130
@@ -81,7 +81,7 @@ def run_review(output: str | None, node: str | None, agent: str | None, answers:
                 text += f"; staged: interlock staged {node}"
             if outcome.message:
                 text += f": {outcome.message}"
-            err.print(escape(text))
+            err.print(text)
         return outcome.exit_code
 
     try:
@@ -92,7 +92,7 @@ def run_review(output: str | None, node: str | None, agent: str | None, answers:
         poller_id = getattr(exc, "poller_id", None)
         hint = (f"; continue with: interlock review --resume {poller_id}" if poller_id
                 else "")
-        err.print(escape(f"interrupted{hint}"))
+        err.print(f"interrupted{hint}")
         return EXIT_INTERRUPTED
 
 
@@ -102,7 +102,7 @@ def run_staged(node: str, as_json: bool, consume: bool, store: str | None) -> in
         config = call(node, store=store)
         if config is None:
             if not as_json:
-                err.print(f"nothing staged for {escape(node)}")
+                err.print(f"nothing staged for {node}")
             return EXIT_ERRORS
         if as_json or consume:
             sys.stdout.write(json.dumps(config, ensure_ascii=False, sort_keys=True) + "\n")
@@ -110,7 +110,7 @@ def run_staged(node: str, as_json: bool, consume: bool, store: str | None) -> in
             for key in ("action", "corrections", "context_additions", "model", "harness",
                         "tools", "resolved_at", "poller_id"):
                 if key in config:
-                    out.print(f"[bold]{key}[/]: {escape(json.dumps(config[key]))}")
+                    out.print((key, "bold"), f": {json.dumps(config[key])}")
         return 0
 
     return _guard(body)

@@ -21,7 +21,6 @@ from interlock.runtime.cli.output import (
     EXIT_OK,
     EXIT_USAGE,
     err,
-    escape,
     fail,
     out,
     print_table,
@@ -71,7 +70,7 @@ class SignalOptions:
 
 
 def _note(text: str) -> None:
-    err.print(escape(text))
+    err.print(text)
 
 
 def _drive(call: Callable[[asyncio.Event], Awaitable[runtime.RunResult]]) -> int:
@@ -85,32 +84,32 @@ def _drive(call: Callable[[asyncio.Event], Awaitable[runtime.RunResult]]) -> int
         result = loop.run_until_complete(call(stop))
     finally:
         loop.close()
-    active = escape(", ".join(result.active))
+    active = ", ".join(result.active)
     if result.outcome == "stopped":
-        err.print(f"stopped; session {result.session_id} is saved in \\[{active}]. "
+        err.print(f"stopped; session {result.session_id} is saved in [{active}]. "
                   f"Continue with: interlock resume {result.session_id}")
         return EXIT_INTERRUPTED
     if result.outcome == "failed":
         return fail(result.message or f"session {result.session_id} failed")
     if result.outcome in ("cancelled", "removed"):
-        why = f" ({escape(result.message)})" if result.message else ""
-        err.print(f"session {result.session_id} {result.outcome} in \\[{active}]{why}")
+        why = f" ({result.message})" if result.message else ""
+        err.print(f"session {result.session_id} {result.outcome} in [{active}]{why}")
         return EXIT_OK
-    out.print(f"session {result.session_id} finished in \\[{active}]")
+    out.print(f"session {result.session_id} finished in [{active}]")
     return EXIT_OK
 
 
 def _print_step(step: Any) -> None:
     if not step.accepted:
-        err.print(f"[yellow]rejected[/] {escape(step.event)}: {escape(step.note or '')} "
-                  f"(active: {escape(', '.join(step.before))}); journaled, nothing changed")
+        err.print(("rejected", "yellow"), f" {step.event}: {step.note or ''} "
+                  f"(active: {', '.join(step.before)}); journaled, nothing changed")
         return
-    moved = (f"  \\[{escape(', '.join(step.before))}] -> \\[{escape(', '.join(step.after))}]"
+    moved = (f"  [{', '.join(step.before)}] -> [{', '.join(step.after)}]"
              if step.before != step.after else "")
     why = ""
     if step.event.startswith("error.invoke.") and step.data.get("message"):
-        why = f" ({escape(str(step.data.get('reason')))}: {escape(str(step.data['message']))})"
-    out.print(f"{step.kind:<6} {escape(step.event)}{why}{moved}")
+        why = f" ({step.data.get('reason')}: {step.data['message']})"
+    out.print(f"{step.kind:<6} {step.event}{why}{moved}")
 
 
 def run_session(spec: str, session_id: str | None, store_url: str | None,
@@ -145,12 +144,12 @@ def send_event(session_id: str, event: str, data_json: str | None,
     def body() -> int:
         data = parse_json_object(data_json, "--data")
         receipt = asyncio.run(runtime.send(session_id, event, data, store=store_url))
-        active = escape(", ".join(receipt.active))
+        active = ", ".join(receipt.active)
         if receipt.outcome == "taken":
-            err.print(f"taken: {escape(event)} -> \\[{active}]")
+            err.print(f"taken: {event} -> [{active}]")
             return EXIT_OK
         if receipt.outcome == "queued":
-            err.print(f"queued {escape(event)} for {session_id}: {escape(receipt.note or '')}")
+            err.print(f"queued {event} for {session_id}: {receipt.note or ''}")
             return EXIT_OK
         accepts = ", ".join(receipt.accepts) or "none"
         return fail(f"rejected {event}: no active state of [{', '.join(receipt.active)}] "
@@ -205,7 +204,7 @@ def cancel_session(session_id: str, reason: str | None, store_url: str | None) -
         if info.status == "running":
             return fail(f"session {session_id} was asked to cancel but its runner (pid "
                         f"{info.runner.pid if info.runner else '?'}) has not stopped yet")
-        err.print(f"session {session_id} is {info.status} in \\[{escape(', '.join(info.active))}]")
+        err.print(f"session {session_id} is {info.status} in [{', '.join(info.active)}]")
         return EXIT_OK
 
     return _guard(body)

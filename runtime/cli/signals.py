@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from interlock import runtime
-from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_OK, err, escape, fail
+from interlock.runtime.cli.output import EXIT_ERRORS, EXIT_OK, err, fail
 
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
@@ -24,8 +24,7 @@ def send_signal(session: str, kind: str, message: str | None, target: str,
                                      task=task)
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
-    err.print(f"posted {posted.signal.type} {escape(posted.signal.file_name)} to "
-              f"{escape(str(posted.inputs))}")
+    err.print(f"posted {posted.signal.type} {posted.signal.file_name} to {posted.inputs}")
     if wait is None:
         print(posted.id)
         return EXIT_OK
@@ -44,8 +43,7 @@ def consume(session_dirs: list[Path], identity: str, types_text: str | None, as_
     handled = 0
 
     def rejected(r: runtime.Rejected) -> None:
-        err.print(f"[yellow]rejected[/] {escape(r.name)}: {escape(r.reason)} "
-                  f"(moved to {escape(str(r.mailbox.rejected))})")
+        err.print(("rejected", "yellow"), f" {r.name}: {r.reason} (moved to {r.mailbox.rejected})")
 
     def handled_cb(h: runtime.Handled) -> None:
         # Printed once the handling metadata is written: a signal is reported by the one

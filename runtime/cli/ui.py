@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from interlock import runtime
-from interlock.runtime.cli.output import EXIT_OK, err, escape, fail
+from interlock.runtime.cli.output import EXIT_OK, err, fail
 
 
 def serve(host: str, port: int, token: str | None, store: str | None) -> int:
@@ -15,7 +15,7 @@ def serve(host: str, port: int, token: str | None, store: str | None) -> int:
         sys.stdout.write(f"interlock ui: {url}\n")
         sys.stdout.flush()
         if used is not None and token is None:
-            err.print(f"token: {escape(used)} (made for this run: any host but 127.0.0.1 "
+            err.print(f"token: {used} (made for this run: any host but 127.0.0.1 "
                       "needs one; --token TOKEN chooses it)")
         err.print("serving the sessions of this folder; Ctrl-C stops it")
 

@@ -9,7 +9,6 @@ from interlock.runtime.cli.output import (
     EXIT_ERRORS,
     EXIT_OK,
     err,
-    escape,
     fail,
     print_diagnostics,
     print_json,
@@ -23,7 +22,7 @@ def run_validate(paths: list[Path], strict: bool, as_json: bool,
     except runtime.InterlockError as exc:
         return fail(str(exc), exc.exit_code)
     for path in found.skipped:
-        err.print(f"skipped {escape(str(path))}: not a spec (no `machine:` key)")
+        err.print(f"skipped {path}: not a spec (no `machine:` key)")
     if as_json:
         print_json(found.diagnostics)
     else:
