@@ -5,19 +5,19 @@ These are plain functions: they read files and run Graphviz briefly, nothing wai
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from interlock.machines import SpecError, build_ir, lint, load, loads
 from interlock.machines.diagnostics import Diagnostic, Mark, did_you_mean, error, sort_diagnostics
-from interlock.runtime.api.common import opened_store, root_of, translated
 from interlock.runtime.api.errors import InterlockError, UsageError
-from interlock.runtime.api.sessions import check_session_id
 from interlock.runtime.engine.builtin_specs import builtin_specs, resolve_spec
 from interlock.runtime.engine.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from interlock.runtime.store import SessionRow
 
 DrawFormat = Literal["mermaid", "dot", "svg", "png"]
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -107,10 +107,12 @@ def validate(paths: Iterable[Path | str], *, bindings: str | None = None) -> Val
     is not a spec); with ``bindings`` (``MODULE[:ATTR]`` or a file), also report what it
     leaves unbound. An ``agent:`` must name a demo role or an agent of ``interlock.yaml``
     in the working folder."""
-    from interlock.runtime.api.sessions import resolve_bindings
-
     given = [Path(p) for p in paths]
-    bound = resolve_bindings(bindings, "", "", False) if bindings is not None else None
+    bound = None
+    if bindings is not None:
+        from interlock.runtime.api.sessions import resolve_bindings
+
+        bound = resolve_bindings(bindings, "", "", False)
     agents = known_agents(Path.cwd())
     files, in_folders, missing = _expand(given)
     if missing:
@@ -174,10 +176,7 @@ def draw(spec: str | Path, fmt: DrawFormat = "mermaid") -> bytes:
 async def draw_session(session_id: str, fmt: DrawFormat = "mermaid", *,
                        store: str | None = None, root: Path | str | None = None) -> bytes:
     """A session's own spec (the text it runs) with its active states filled."""
-    check_session_id(session_id)
-    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
-            translated():
-        row = await asyncio.to_thread(opened.get, session_id)
+    row = await _session_row(session_id, store, root)
     active = frozenset(Snapshot.from_json(row.snapshot).configuration)
     return _render(Path(row.spec_path), fmt, row.spec_text, active)
 
@@ -188,20 +187,34 @@ async def session_chart(session_id: str, *, store: str | None = None,
     state marked ``data-state="<id>"`` and ``data-active="true|false"`` (as of its last
     step), each transition ``data-from``/``data-to``; nothing filled (a page lights the
     active states with CSS); safe to inline (:mod:`interlock.runtime.diagrams.live`)."""
+    import asyncio
+
     from interlock.machines.render import render_dot
     from interlock.runtime.diagrams.graphviz import GraphvizError, render_with_dot
     from interlock.runtime.diagrams.live import annotate_svg
 
-    check_session_id(session_id)
-    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
-            translated():
-        row = await asyncio.to_thread(opened.get, session_id)
+    row = await _session_row(session_id, store, root)
     ir = build_ir(loads(row.spec_text, row.spec_path))
     try:
         svg = await asyncio.to_thread(render_with_dot, render_dot(ir), "svg")
     except GraphvizError as exc:
         raise InterlockError(str(exc)) from None
     return annotate_svg(svg, ir, Snapshot.from_json(row.snapshot).configuration)
+
+
+async def _session_row(session_id: str, store: str | None, root: Path | str | None
+                       ) -> SessionRow:
+    """The session's row. The store and the sessions' façade are imported here: drawing
+    and checking spec files (the mistakes a user makes most) need neither."""
+    import asyncio
+
+    from interlock.runtime.api.common import opened_store, root_of, translated
+    from interlock.runtime.api.sessions import check_session_id
+
+    check_session_id(session_id)
+    with opened_store(store, root_of(root), create=False, session_id=session_id) as opened, \
+            translated():
+        return await asyncio.to_thread(opened.get, session_id)
 
 
 def draw_all(spec_dir: Path | str, out_dir: Path | str) -> list[Path]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from support.cli import Cli
 
@@ -48,3 +49,23 @@ def test_a_mistake_after_a_named_command_is_answered_as_usual(cli: Cli) -> None:
     assert whole.returncode == 2
     assert whole.stderr.startswith("error: interlock status: ")
     assert "--bogus" in whole.stderr
+
+
+def test_checking_a_spec_file_loads_no_session_machinery(tmp_path: Path) -> None:
+    """`validate` (and `diagram` of a file) is the call a user makes most while writing a
+    spec: it needs the spec models and the linter, not the engine, the store or asyncio."""
+    (tmp_path / "door.yaml").write_text(
+        "machine: door\ninitial: closed\nstates:\n  closed: {on: {open: opened}}\n"
+        "  opened: {on: {close: closed}}\n")
+    code = ("import json, sys\n"
+            "from interlock.runtime.cli.app import main\n"
+            "try:\n"
+            "    main(['validate', 'door.yaml'])\n"
+            "except SystemExit as exc:\n"
+            "    print(json.dumps([exc.code, sorted(sys.modules)]))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, check=True)
+    code_, loaded = json.loads(done.stdout)
+    assert code_ == 0 and "interlock.machines.lint" in loaded
+    assert [m for m in ("asyncio", "interlock.runtime.engine.runner", "interlock.runtime.store",
+                        "interlock.runtime.api.sessions", "rich.console") if m in loaded] == []
