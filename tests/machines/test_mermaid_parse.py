@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,15 +53,41 @@ def _require_checker() -> str:
     return node
 
 
-def run_checker(files: list[Path]) -> tuple[int, list[dict[str, Any]], str]:
+Checker = Callable[[list[Path]], tuple[int, list[dict[str, Any]], str]]
+
+
+@pytest.fixture(scope="session")
+def run_checker() -> Iterator[Checker]:
+    """The checker as one ``--serve`` process for this test worker (node, jsdom and mermaid
+    load once: about a second of CPU, for each of this module's tests before); a call
+    checks ``files`` and returns the exit status the CLI would give, the ``--dump``
+    objects and what stderr would say."""
     node = _require_checker()
     env = {**os.environ, "MERMAID_CHECK_DIR": str(CHECK_DIR)}
-    proc = subprocess.run([node, str(CHECKER), "--dump", *map(str, files)],
-                          capture_output=True, text=True, env=env, timeout=300, check=False)
-    if proc.returncode == 2:
-        pytest.fail(f"mermaid_check could not run:\n{proc.stderr}")
-    results = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    return proc.returncode, results, proc.stderr
+    proc = subprocess.Popen([node, str(CHECKER), "--serve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def check(files: list[Path]) -> tuple[int, list[dict[str, Any]], str]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps([str(f) for f in files]) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            proc.kill()
+            pytest.fail(f"mermaid_check could not run:\n{proc.communicate()[1]}")
+        reply = json.loads(line)
+        if reply["code"] == 2:
+            pytest.fail(f"mermaid_check could not run:\n{reply['stderr']}")
+        return reply["code"], reply["results"], reply["stderr"]
+
+    yield check
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 _ENTITY = re.compile(r"ﬂ°°(\d+)¶ß")
@@ -135,7 +161,8 @@ def assert_understood(ir: MachineIR, active: frozenset[str], result: dict[str, A
                                   f"\n extra {got - want['edges']}")
 
 
-def _check_all(tmp_path: Path, irs: Sequence[tuple[str, MachineIR]]) -> None:
+def _check_all(run_checker: Checker, tmp_path: Path,
+               irs: Sequence[tuple[str, MachineIR]]) -> None:
     files, expectations = [], []
     for n, (_, ir) in enumerate(irs):
         active = frozenset(list(ir.states)[1:3])
@@ -148,11 +175,11 @@ def _check_all(tmp_path: Path, irs: Sequence[tuple[str, MachineIR]]) -> None:
     assert code == 0, stderr
 
 
-def test_cases_builtins_and_broken_corpus(tmp_path: Path) -> None:
-    _check_all(tmp_path, all_irs())
+def test_cases_builtins_and_broken_corpus(run_checker: Checker, tmp_path: Path) -> None:
+    _check_all(run_checker, tmp_path, all_irs())
 
 
-def test_descriptions_parse(tmp_path: Path) -> None:
+def test_descriptions_parse(run_checker: Checker, tmp_path: Path) -> None:
     irs = all_irs()
     files = [write_text(tmp_path / f"d{n}.mmd", render_mermaid(ir, descriptions=True))
              for n, (_, ir) in enumerate(irs)]
@@ -243,19 +270,19 @@ def _random_spec(rng: random.Random, n: int) -> dict[str, Any]:
     return spec
 
 
-def test_random_machines_with_hostile_names(tmp_path: Path) -> None:
+def test_random_machines_with_hostile_names(run_checker: Checker, tmp_path: Path) -> None:
     rng = random.Random(20240611)
     irs = []
     for n in range(60):
         spec = _random_spec(rng, n)
         irs.append((f"fuzz{n}", build_ir(loads(yaml.safe_dump(spec, allow_unicode=True)))))
-    _check_all(tmp_path, irs)
+    _check_all(run_checker, tmp_path, irs)
 
 
 # -- The checker itself, and the committed diagrams ---------------------------------------
 
 
-def test_checker_rejects_invalid_diagrams(tmp_path: Path) -> None:
+def test_checker_rejects_invalid_diagrams(run_checker: Checker, tmp_path: Path) -> None:
     bad = write_text(tmp_path / "bad.mmd", "stateDiagram-v2\n  a --> : x\n")
     keyword = write_text(tmp_path / "kw.mmd", "stateDiagram-v2\n  [*] --> default\n")
     good = write_text(tmp_path / "good.mmd", "stateDiagram-v2\n  [*] --> a\n")
@@ -265,7 +292,7 @@ def test_checker_rejects_invalid_diagrams(tmp_path: Path) -> None:
     assert "bad.mmd" in stderr and "Parse error" in stderr
 
 
-def test_committed_diagrams_parse() -> None:
+def test_committed_diagrams_parse(run_checker: Checker) -> None:
     pages = sorted(p for p in DIAGRAMS.glob("*.md") if p.name != "README.md")
     assert pages, "diagrams/ holds no diagram"
     code, results, stderr = run_checker(pages)

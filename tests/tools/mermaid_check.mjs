@@ -11,6 +11,13 @@
 // --dump prints one JSON object per diagram: {file, index, ok, error, type, nodes, edges}
 // with the nodes and edges Mermaid would lay out (id, parentId, label, shape, classes).
 //
+//   node tests/tools/mermaid_check.mjs --serve
+//
+// --serve loads node, jsdom and mermaid once (about a second of CPU) and then answers
+// requests until stdin closes: each line in is a JSON array of FILEs, each line out a JSON
+// object {code, results, stderr}: the exit status, the --dump objects and what stderr
+// would say for those files (the tests keep one such process per pytest worker).
+//
 // The packages are looked up in $MERMAID_CHECK_DIR (default: <repo>/.cache/mermaid-check).
 
 import { readFileSync } from "node:fs";
@@ -27,9 +34,10 @@ function fail(message) {
 }
 
 const args = process.argv.slice(2);
+const serve = args.includes("--serve");
 const dump = args.includes("--dump");
-const files = args.filter((a) => a !== "--dump");
-if (files.length === 0) fail("usage: mermaid_check.mjs [--dump] FILE...");
+const files = args.filter((a) => a !== "--dump" && a !== "--serve");
+if (files.length === 0 && !serve) fail("usage: mermaid_check.mjs [--dump] FILE... | --serve");
 
 let JSDOM, mermaid;
 try {
@@ -67,41 +75,76 @@ function plain(value) {
   return value === undefined || value === null ? null : String(value);
 }
 
-let bad = 0;
-for (const file of files) {
-  let diagrams;
-  try {
-    diagrams = diagramsIn(file);
-  } catch (err) {
-    fail(`cannot read ${file}: ${err.message}`);
-  }
-  if (file.endsWith(".md") && diagrams.length === 0) {
-    bad++;
-    process.stderr.write(`${file}: no \`\`\`mermaid block found\n`);
-    continue;
-  }
-  for (const [index, source] of diagrams.entries()) {
-    const result = { file, index, ok: true, error: null, type: null, nodes: [], edges: [] };
+class Unreadable extends Error {}
+
+// Check the diagrams in `paths`: the number that failed, a --dump object for each
+// diagram, and the lines stderr gets. A file that cannot be read throws Unreadable.
+async function check(paths) {
+  let bad = 0;
+  const results = [];
+  const errors = [];
+  for (const file of paths) {
+    let diagrams;
     try {
-      const diagram = await mermaid.mermaidAPI.getDiagramFromText(source);
-      result.type = diagram.type;
-      const db = diagram.db;
-      if (typeof db.extract === "function" && typeof db.getRootDocV2 === "function") {
-        db.extract(db.getRootDocV2());
-        const data = db.getData();
-        result.nodes = data.nodes.map((n) => ({
-          id: n.id, parentId: n.parentId ?? null, label: plain(n.label), shape: n.shape,
-          isGroup: Boolean(n.isGroup), classes: (n.cssClasses ?? "").split(/\s+/).filter(Boolean),
-        }));
-        result.edges = data.edges.map((e) => ({ start: e.start, end: e.end, label: e.label ?? "" }));
-      }
+      diagrams = diagramsIn(file);
     } catch (err) {
-      bad++;
-      result.ok = false;
-      result.error = String(err?.message ?? err);
-      process.stderr.write(`${file}${diagrams.length > 1 ? `#${index}` : ""}: ${result.error}\n`);
+      throw new Unreadable(`cannot read ${file}: ${err.message}`);
     }
-    if (dump) process.stdout.write(JSON.stringify(result) + "\n");
+    if (file.endsWith(".md") && diagrams.length === 0) {
+      bad++;
+      errors.push(`${file}: no \`\`\`mermaid block found`);
+      continue;
+    }
+    for (const [index, source] of diagrams.entries()) {
+      const result = { file, index, ok: true, error: null, type: null, nodes: [], edges: [] };
+      try {
+        const diagram = await mermaid.mermaidAPI.getDiagramFromText(source);
+        result.type = diagram.type;
+        const db = diagram.db;
+        if (typeof db.extract === "function" && typeof db.getRootDocV2 === "function") {
+          db.extract(db.getRootDocV2());
+          const data = db.getData();
+          result.nodes = data.nodes.map((n) => ({
+            id: n.id, parentId: n.parentId ?? null, label: plain(n.label), shape: n.shape,
+            isGroup: Boolean(n.isGroup), classes: (n.cssClasses ?? "").split(/\s+/).filter(Boolean),
+          }));
+          result.edges = data.edges.map((e) => ({ start: e.start, end: e.end, label: e.label ?? "" }));
+        }
+      } catch (err) {
+        bad++;
+        result.ok = false;
+        result.error = String(err?.message ?? err);
+        errors.push(`${file}${diagrams.length > 1 ? `#${index}` : ""}: ${result.error}`);
+      }
+      results.push(result);
+    }
   }
+  return { bad, results, errors };
 }
-process.exit(bad ? 1 : 0);
+
+if (serve) {
+  const { createInterface } = await import("node:readline");
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (!line.trim()) continue;
+    let reply;
+    try {
+      const { bad, results, errors } = await check(JSON.parse(line));
+      reply = { code: bad ? 1 : 0, results, stderr: errors.map((e) => `${e}\n`).join("") };
+    } catch (err) {
+      reply = { code: 2, results: [], stderr: `mermaid_check: ${err.message}\n` };
+    }
+    process.stdout.write(JSON.stringify(reply) + "\n");
+  }
+  process.exit(0);
+}
+
+let outcome;
+try {
+  outcome = await check(files);
+} catch (err) {
+  if (err instanceof Unreadable) fail(err.message);
+  throw err;
+}
+for (const line of outcome.errors) process.stderr.write(`${line}\n`);
+if (dump) for (const result of outcome.results) process.stdout.write(JSON.stringify(result) + "\n");
+process.exit(outcome.bad ? 1 : 0);
