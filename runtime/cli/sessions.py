@@ -69,10 +69,6 @@ class SignalOptions:
     identity: str = "ALL"
 
 
-def _note(text: str) -> None:
-    err.print(text)
-
-
 def _drive(call: Callable[[asyncio.Event], Awaitable[runtime.RunResult]]) -> int:
     """Run a session until it ends or Ctrl-C/SIGTERM; every step is already committed when
     the interrupt lands."""
@@ -124,7 +120,7 @@ def run_session(spec: str, session_id: str | None, store_url: str | None,
             spec, session_id=session_id, context=context, bindings=bindings_ref,
             allow_unbound=allow_unbound, migrate=migrate, signals=options.enabled,
             signals_as=options.identity, store=store_url, stop=stop, on_step=_print_step,
-            on_note=_note, demo=demo))
+            on_note=err.print, demo=demo))
 
     return _guard(body)
 
@@ -136,7 +132,7 @@ def resume_session(session_id: str, store_url: str | None, bindings_ref: str | N
     return _guard(lambda: _drive(lambda stop: runtime.resume(
         session_id, bindings=bindings_ref, allow_unbound=allow_unbound, retry=retry,
         signals=options.enabled, signals_as=options.identity, store=store_url, stop=stop,
-        on_step=_print_step, on_note=_note)))
+        on_step=_print_step, on_note=err.print)))
 
 
 def send_event(session_id: str, event: str, data_json: str | None,
