@@ -29,8 +29,8 @@ from interlock.runtime.engine.builtin import Builtin, BuiltinSetup, OpenHost, Se
 from interlock.runtime.engine.context import SessionContext as SessionContext
 from interlock.runtime.engine.context import with_session
 from interlock.runtime.engine.host import SessionHost
-from interlock.runtime.engine.invoke_machine import parent_id
 from interlock.runtime.engine.lifecycle import StatusInfo, list_sessions, status_of
+from interlock.runtime.engine.machine_ids import parent_id
 from interlock.runtime.engine.runner import new_session_id
 from interlock.runtime.engine.session import Step
 from interlock.runtime.engine.snapshot import Snapshot

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from interlock.runtime.engine.invoke_machine import child_session_id, is_machine
+from interlock.runtime.engine.machine_ids import child_session_id, is_machine
 from interlock.runtime.store.base import (
     InvocationRecord,
     InvocationStore,

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,13 +54,13 @@ from interlock.runtime.engine.invoke_handler import (
     spawn_error_data,
     time_left,
 )
+from interlock.runtime.engine.machine_ids import MACHINE_ARGV, child_session_id
 from interlock.runtime.store.base import InvocationRecord, SessionNotFound, Store
 
 if TYPE_CHECKING:
     from interlock.runtime.config.dispatch import PollingConfiguration
     from interlock.runtime.engine.runner import Runner
 
-MACHINE_ARGV = "machine"  # argv[0] of a child machine's invocation row: ("machine", name)
 CHILD_WAIT = 60.0  # longest wait for a child machine's runner to stop after a cancel
 #: How a child that ended on its own is reported: its outcome kind -> error reason.
 _ERROR_REASONS = {"failed": "machine_failed", "cancelled": "machine_cancelled",
@@ -120,30 +119,6 @@ class ChildEnd:
         reason = _ERROR_REASONS.get(self.kind, "machine_failed")
         message = self.message or f"child session {self.session} ended {self.kind}"
         return reason, {**data, "reason": reason, "message": message}
-
-
-def is_machine(record: InvocationRecord) -> bool:
-    """Whether an invocation row is a child machine's (not an agent's process)."""
-    return record.argv[:1] == (MACHINE_ARGV,)
-
-
-def child_session_id(parent_id: str, spool: str) -> str:
-    """The child session's id: the parent's, a dot, the invocation folder's name."""
-    return f"{parent_id}.{Path(spool).name}"
-
-
-_CHILD_ID = re.compile(r"^(?P<parent>.+)\.\d{4}-[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def parent_id(session_id: str) -> str | None:
-    """The id of the session that would have invoked ``session_id``, read from its shape
-    (``<parent>.<NNNN>-<invoke id>``: :func:`child_session_id`); None for a plain id.
-
-    >>> parent_id("s.0003-executor"), parent_id("s")
-    ('s', None)
-    """
-    found = _CHILD_ID.match(session_id)
-    return found.group("parent") if found else None
 
 
 def final_state(runner: Runner) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from interlock.runtime.engine.invoke_machine import child_session_id, is_machine
+from interlock.runtime.engine.machine_ids import child_session_id, is_machine
 from interlock.runtime.host.owners import default_owner
 from interlock.runtime.host.procfs import stop_group
 from interlock.runtime.store.base import (

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from interlock.runtime.engine.invoke_machine import parent_id
+from interlock.runtime.engine.machine_ids import parent_id
 from interlock.runtime.store.base import SessionNotFound, SessionStore, StoreConnection
 
 __all__ = ["FILE_LIMIT", "FolderFile", "file_in", "files_in", "folder_of", "session_folder"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from interlock.runtime.config.ralph import IDENTITIES
-from interlock.runtime.engine.invoke_machine import child_session_id, is_machine
+from interlock.runtime.engine.machine_ids import child_session_id, is_machine
 from interlock.runtime.ralph.folder import RalphFolder, read_yaml
 from interlock.runtime.ralph.review import rejected_tasks
 from interlock.runtime.ralph.state import OrchestratorContext, Spend, SubagentContext
