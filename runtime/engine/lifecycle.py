@@ -27,7 +27,6 @@ from interlock.runtime.engine.invoke_offline import (
     child_sessions,
     stop_invocations,
 )
-from interlock.runtime.engine.runner import LEASE_TTL
 from interlock.runtime.engine.snapshot import Snapshot, SnapshotError
 from interlock.runtime.host.owners import owner_is_dead, parse_owner
 from interlock.runtime.store.base import (
@@ -42,6 +41,7 @@ from interlock.runtime.store.wakeup import StoreChanges
 
 SessionStatus = Literal["running", "stopped", "failed", "finished", "cancelled"]
 STATUSES: tuple[SessionStatus, ...] = ("running", "stopped", "failed", "finished", "cancelled")
+LEASE_TTL = 30.0  # how long a runner's lease lasts between its renewals
 LEASE_LAPSE = LEASE_TTL  # how long another host's killed runner still reads "running"
 
 

@@ -55,6 +55,7 @@ from interlock.runtime.engine.faults import (
 from interlock.runtime.engine.invoke import InvokeNote, Invoker
 from interlock.runtime.engine.invoke_handler import InvokeHandlers, missing_handlers
 from interlock.runtime.engine.invoke_machine import MachineResolver
+from interlock.runtime.engine.lifecycle import LEASE_TTL
 from interlock.runtime.engine.session import (
     MAX_TIMER_STEPS,
     Session,
@@ -85,7 +86,6 @@ from interlock.runtime.store.wakeup import on_session_bell
 POLLED = "polled"  # raised by the runtime when nothing more waits for the configuration
 MAX_POLLED_STEPS = 1_000  # polled steps in one pump (a checkpoint loop without a mailbox)
 _INVOKE_EVENTS = (INVOKE_DONE_PREFIX + ".", INVOKE_ERROR_PREFIX + ".")
-LEASE_TTL = 30.0
 INBOX_POLL = 0.1  # seconds between inbox (and cancel) checks of a store with no wake-ups
 WATCHED_POLL = 1.0  # ... of a store that wakes the runner (a backstop: missed wake-ups)
 CHILD_GRACE = 0.5  # seconds between SIGTERM and SIGKILL for a cancelled runner's children
