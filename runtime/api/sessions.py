@@ -34,7 +34,8 @@ from interlock.runtime.engine.machine_ids import parent_id
 from interlock.runtime.engine.runner import new_session_id
 from interlock.runtime.engine.session import Step
 from interlock.runtime.engine.snapshot import Snapshot
-from interlock.runtime.inbox.session import InboxCount, attach_inbox, inbox_count
+from interlock.runtime.inbox.deliveries import InboxCount, inbox_count
+from interlock.runtime.inbox.session import attach_inbox
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import SignalError, check_identifier
 from interlock.runtime.store import JournalEntry as JournalEntry

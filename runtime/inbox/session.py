@@ -34,7 +34,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,15 +45,14 @@ from interlock.runtime.config.inbox_store import InboxError
 from interlock.runtime.engine.host import HostPlugin, SessionHost
 from interlock.runtime.engine.runner import Runner, RunOutcome
 from interlock.runtime.inbox.base import InboxAdapter
+from interlock.runtime.inbox.deliveries import INBOX_EVENT, INBOX_SIGNAL_TAG, INFO_EVENT
 from interlock.runtime.inbox.model import Message, MessageLease, Status
 from interlock.runtime.inbox.poller import InboxPoller
 from interlock.runtime.signals.mailbox import Mailbox
 from interlock.runtime.signals.model import Signal, make_signal
-from interlock.runtime.store import EventQueue, Store, open_store
-from interlock.runtime.store.base import QueuedEvent, StoreError
+from interlock.runtime.store import EventQueue, open_store
+from interlock.runtime.store.base import StoreError
 
-INBOX_EVENT = "inbox.message"
-INFO_EVENT = "signal.INFO"
 KEY_PREFIX = "inbox:"  # Store.offer keys: inbox:<message id>
 STOP_TIMEOUT = 15.0  # seconds stop() waits for a tick under way (adapter calls are bounded)
 LOG = logging.getLogger("interlock.inbox")
@@ -90,19 +89,6 @@ def info_event(message: Message, lease: MessageLease) -> tuple[str, dict[str, An
                         "inbox": message_event(message, lease)[1]}
 
 
-@dataclass(frozen=True, slots=True)
-class InboxCount:
-    """A session's inbox count: messages ``delivered`` to it (taken or still queued for
-    it), and of those, ``pending``: queued for the session, not yet taken."""
-
-    delivered: int
-    pending: int
-
-    def to_json(self) -> dict[str, int]:
-        return {"delivered": self.delivered, "pending": self.pending}
-
-
-INBOX_SIGNAL_TAG = "inbox"  # how the id of a signal made from an inbox message ends
 
 
 def inbox_signal(message: Message) -> Signal:
@@ -114,38 +100,6 @@ def inbox_signal(message: Message) -> Signal:
     created = datetime.fromtimestamp(message.created_at or 0.0, UTC)
     return make_signal("INFO", message=info_text(message), now=created,
                        random_part=f"{INBOX_SIGNAL_TAG}{digest}")
-
-
-def _is_delivery(event: str | None, data: Mapping[str, Any] | None) -> bool:
-    if event == INBOX_EVENT:
-        return True
-    if event != INFO_EVENT or not isinstance(data, Mapping):
-        return False
-    signal_id = str(data.get("signal_id", ""))
-    return signal_id.startswith("inbox-") or signal_id.rsplit("-", 1)[-1].startswith(
-        INBOX_SIGNAL_TAG)
-
-
-def may_take_inbox(spec_text: str) -> bool:
-    """Whether a spec can listen for deliveries at all (``inbox.message``, ``signal.INFO``
-    or a wildcard): a cheap test before reading a session's journal."""
-    return any(word in spec_text for word in ("inbox", "signal", "*"))
-
-
-def inbox_count(store: Store, session_id: str, queued: list[QueuedEvent] | None = None,
-                spec_text: str | None = None) -> InboxCount | None:
-    """The session's inbox count from its journal and queue; None when no inbox message
-    ever reached it. ``queued`` is the session's event queue when the caller has it;
-    with ``spec_text``, a spec that cannot take deliveries is answered without a read."""
-    if spec_text is not None and not may_take_inbox(spec_text):
-        return None
-    items = queued if queued is not None else store.queued_events(session_id)
-    pending = sum(_is_delivery(i.event, i.data) for i in items)
-    taken = sum(e.kind in ("event", "rejected") and _is_delivery(e.event, e.data)
-                for e in store.journal(session_id, -1))
-    if not pending and not taken:
-        return None
-    return InboxCount(taken + pending, pending)
 
 
 def mark_delivered(adapter: InboxAdapter, data: Mapping[str, Any], status: Status | str, *,

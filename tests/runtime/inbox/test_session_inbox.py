@@ -17,12 +17,11 @@ from interlock.runtime.agents.invoke import process_handlers
 from interlock.runtime.config.inbox import PollerConfig
 from interlock.runtime.engine.clock import ManualClock
 from interlock.runtime.engine.runner import Runner
+from interlock.runtime.inbox.deliveries import InboxCount, inbox_count
 from interlock.runtime.inbox.model import Message, MessageLease, Status
 from interlock.runtime.inbox.session import (
-    InboxCount,
     SessionInbox,
     attach_inbox,
-    inbox_count,
     info_event,
     mark_delivered,
 )
