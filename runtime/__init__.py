@@ -19,11 +19,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _MODULES: dict[str, tuple[str, ...]] = {
-    "sessions": ("start", "create", "resume", "cancel", "remove", "send", "status", "sessions",
-                 "log", "follow", "SessionContext", "accepted_events", "resolve_bindings",
-                 "JournalEntry",
-                 "check_session_id", "SessionInfo", "SessionStatus", "RunResult",
-                 "SendReceipt", "TimerInfo", "RunnerInfo"),
+    "running": ("start", "create", "resume", "SessionContext", "resolve_bindings",
+                "RunResult"),
+    "sessions": ("cancel", "remove", "send", "status", "sessions", "log", "follow",
+                 "accepted_events", "JournalEntry", "check_session_id", "SessionInfo",
+                 "SessionStatus", "SendReceipt", "TimerInfo", "RunnerInfo"),
     "errors": ("InterlockError", "UsageError", "NotFound", "Conflict", "StepFailed",
                "AgentsNotReady"),
     "specs": ("validate", "Validation", "draw", "draw_session", "draw_all", "spec_schema",
@@ -128,27 +128,27 @@ if TYPE_CHECKING:
     from interlock.runtime.api.ralph import ralph_status as ralph_status
     from interlock.runtime.api.ralph import ralph_task_report as ralph_task_report
     from interlock.runtime.api.ralph import ralph_watch as ralph_watch
+    from interlock.runtime.api.running import RunResult as RunResult
+    from interlock.runtime.api.running import SessionContext as SessionContext
+    from interlock.runtime.api.running import create as create
+    from interlock.runtime.api.running import resolve_bindings as resolve_bindings
+    from interlock.runtime.api.running import resume as resume
+    from interlock.runtime.api.running import start as start
     from interlock.runtime.api.serving import serve_app as serve_app
     from interlock.runtime.api.sessions import JournalEntry as JournalEntry
     from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
-    from interlock.runtime.api.sessions import RunResult as RunResult
     from interlock.runtime.api.sessions import SendReceipt as SendReceipt
-    from interlock.runtime.api.sessions import SessionContext as SessionContext
     from interlock.runtime.api.sessions import SessionInfo as SessionInfo
     from interlock.runtime.api.sessions import SessionStatus as SessionStatus
     from interlock.runtime.api.sessions import TimerInfo as TimerInfo
     from interlock.runtime.api.sessions import accepted_events as accepted_events
     from interlock.runtime.api.sessions import cancel as cancel
     from interlock.runtime.api.sessions import check_session_id as check_session_id
-    from interlock.runtime.api.sessions import create as create
     from interlock.runtime.api.sessions import follow as follow
     from interlock.runtime.api.sessions import log as log
     from interlock.runtime.api.sessions import remove as remove
-    from interlock.runtime.api.sessions import resolve_bindings as resolve_bindings
-    from interlock.runtime.api.sessions import resume as resume
     from interlock.runtime.api.sessions import send as send
     from interlock.runtime.api.sessions import sessions as sessions
-    from interlock.runtime.api.sessions import start as start
     from interlock.runtime.api.sessions import status as status
     from interlock.runtime.api.signals import SIGNAL_TYPES as SIGNAL_TYPES
     from interlock.runtime.api.signals import Handled as Handled

@@ -110,7 +110,7 @@ def validate(paths: Iterable[Path | str], *, bindings: str | None = None) -> Val
     given = [Path(p) for p in paths]
     bound = None
     if bindings is not None:
-        from interlock.runtime.api.sessions import resolve_bindings
+        from interlock.runtime.api.running import resolve_bindings
 
         bound = resolve_bindings(bindings, "", "", False)
     agents = known_agents(Path.cwd())

@@ -16,6 +16,7 @@ from typing import Any
 from interlock.runtime.api import dispatching as _dispatching
 from interlock.runtime.api import interview as _interview
 from interlock.runtime.api import ralph as _ralph
+from interlock.runtime.api import running as _running
 from interlock.runtime.api import sessions as _sessions
 from interlock.runtime.api import specs as _specs
 from interlock.runtime.api import views as _views
@@ -79,18 +80,18 @@ from interlock.runtime.api.ralph import ralph_poll as ralph_poll
 from interlock.runtime.api.ralph import ralph_review as ralph_review
 from interlock.runtime.api.ralph import ralph_task_report as ralph_task_report
 from interlock.runtime.api.ralph import ralph_watch as ralph_watch
+from interlock.runtime.api.running import RunResult as RunResult
+from interlock.runtime.api.running import SessionContext as SessionContext
+from interlock.runtime.api.running import resolve_bindings as resolve_bindings
 from interlock.runtime.api.serving import serve_app as serve_app
 from interlock.runtime.api.sessions import JournalEntry as JournalEntry
 from interlock.runtime.api.sessions import RunnerInfo as RunnerInfo
-from interlock.runtime.api.sessions import RunResult as RunResult
 from interlock.runtime.api.sessions import SendReceipt as SendReceipt
-from interlock.runtime.api.sessions import SessionContext as SessionContext
 from interlock.runtime.api.sessions import SessionInfo as SessionInfo
 from interlock.runtime.api.sessions import SessionStatus as SessionStatus
 from interlock.runtime.api.sessions import TimerInfo as TimerInfo
 from interlock.runtime.api.sessions import accepted_events as accepted_events
 from interlock.runtime.api.sessions import check_session_id as check_session_id
-from interlock.runtime.api.sessions import resolve_bindings as resolve_bindings
 from interlock.runtime.api.signals import SIGNAL_TYPES as SIGNAL_TYPES
 from interlock.runtime.api.signals import Handled as Handled
 from interlock.runtime.api.signals import PostedSignal as PostedSignal
@@ -113,7 +114,7 @@ from interlock.runtime.api.views import SessionFile as SessionFile
 
 cancel = blocking(_sessions.cancel)
 consume_staged = blocking(_interview.consume_staged)
-create = blocking(_sessions.create)
+create = blocking(_running.create)
 dispatch_agents = blocking(_dispatching.dispatch_agents)
 draw_session = blocking(_specs.draw_session)
 follow = iterating(_sessions.follow)
@@ -124,7 +125,7 @@ ralph_resume = blocking(_ralph.ralph_resume)
 ralph_run = blocking(_ralph.ralph_run)
 ralph_status = blocking(_ralph.ralph_status)
 remove = blocking(_sessions.remove)
-resume = blocking(_sessions.resume)
+resume = blocking(_running.resume)
 resume_review = _interview.resume_blocking
 review = _interview.review_blocking
 send = blocking(_sessions.send)
@@ -134,7 +135,7 @@ session_files = blocking(_views.session_files)
 session_marks = blocking(_views.session_marks)
 sessions = blocking(_sessions.sessions)
 staged = blocking(_interview.staged)
-start = blocking(_sessions.start)
+start = blocking(_running.start)
 status = blocking(_sessions.status)
 store_changes = iterating(_views.store_changes)
 
