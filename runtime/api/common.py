@@ -27,10 +27,10 @@ from interlock.runtime.store import (
 @contextlib.contextmanager
 def translated() -> Iterator[None]:
     """The engine's and the store's exceptions as the façade's (SpecError passes: its
-    diagnostics are for printing)."""
+    diagnostics are for printing; so do the façade's own)."""
     try:
         yield
-    except SpecError:
+    except (SpecError, InterlockError):
         raise
     except Exception as exc:
         answer = _facade_error(exc)

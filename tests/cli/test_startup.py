@@ -69,3 +69,22 @@ def test_checking_a_spec_file_loads_no_session_machinery(tmp_path: Path) -> None
     assert code_ == 0 and "interlock.machines.lint" in loaded
     assert [m for m in ("asyncio", "interlock.runtime.engine.runner", "interlock.runtime.store",
                         "interlock.runtime.api.sessions", "rich.console") if m in loaded] == []
+
+
+def test_reading_a_session_loads_no_runner(tmp_path: Path) -> None:
+    """`status`, `log`, `send`, `cancel` and `rm` read and steer a session through the
+    store: the runner, the session host and the inbox poller are for running one."""
+    code = ("import json, sys\n"
+            "from interlock.runtime.cli.app import main\n"
+            "try:\n"
+            "    main(['status', 'nosuch'])\n"
+            "except SystemExit as exc:\n"
+            "    print(json.dumps([exc.code, sorted(sys.modules)]))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, check=True)
+    code_, loaded = json.loads(done.stdout)
+    assert code_ == 1 and "no session 'nosuch'" in done.stderr
+    assert "interlock.runtime.api.sessions" in loaded
+    assert [m for m in ("interlock.runtime.engine.runner", "interlock.runtime.engine.host",
+                        "interlock.runtime.inbox.session", "interlock.runtime.api.running")
+            if m in loaded] == []
