@@ -51,22 +51,29 @@ def test_a_mistake_after_a_named_command_is_answered_as_usual(cli: Cli) -> None:
     assert "--bogus" in whole.stderr
 
 
+def _call(args: list[str], cwd: Path) -> tuple[int, list[str], str]:
+    """``main(args)`` in a fresh interpreter: its exit code, the modules it had loaded by
+    then, and its stderr."""
+    code = ("import json, sys\n"
+            "from interlock.runtime.cli.app import main\n"
+            "try:\n"
+            f"    main({args!r})\n"
+            "except SystemExit as exc:\n"
+            "    print(json.dumps([exc.code, sorted(sys.modules)]))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
+                          text=True, check=True)
+    exit_code, loaded = json.loads(done.stdout)
+    return exit_code, loaded, done.stderr
+
+
 def test_checking_a_spec_file_loads_no_session_machinery(tmp_path: Path) -> None:
     """`validate` (and `diagram` of a file) is the call a user makes most while writing a
     spec: it needs the spec models and the linter, not the engine, the store or asyncio."""
     (tmp_path / "door.yaml").write_text(
         "machine: door\ninitial: closed\nstates:\n  closed: {on: {open: opened}}\n"
         "  opened: {on: {close: closed}}\n")
-    code = ("import json, sys\n"
-            "from interlock.runtime.cli.app import main\n"
-            "try:\n"
-            "    main(['validate', 'door.yaml'])\n"
-            "except SystemExit as exc:\n"
-            "    print(json.dumps([exc.code, sorted(sys.modules)]))\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, check=True)
-    code_, loaded = json.loads(done.stdout)
-    assert code_ == 0 and "interlock.machines.lint" in loaded
+    code, loaded, _ = _call(["validate", "door.yaml"], tmp_path)
+    assert code == 0 and "interlock.machines.lint" in loaded
     assert [m for m in ("asyncio", "interlock.runtime.engine.runner", "interlock.runtime.store",
                         "interlock.runtime.api.sessions", "rich.console") if m in loaded] == []
 
@@ -74,16 +81,8 @@ def test_checking_a_spec_file_loads_no_session_machinery(tmp_path: Path) -> None
 def test_reading_a_session_loads_no_runner(tmp_path: Path) -> None:
     """`status`, `log`, `send`, `cancel` and `rm` read and steer a session through the
     store: the runner, the session host and the inbox poller are for running one."""
-    code = ("import json, sys\n"
-            "from interlock.runtime.cli.app import main\n"
-            "try:\n"
-            "    main(['status', 'nosuch'])\n"
-            "except SystemExit as exc:\n"
-            "    print(json.dumps([exc.code, sorted(sys.modules)]))\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, check=True)
-    code_, loaded = json.loads(done.stdout)
-    assert code_ == 1 and "no session 'nosuch'" in done.stderr
+    code, loaded, stderr = _call(["status", "nosuch"], tmp_path)
+    assert code == 1 and "no session 'nosuch'" in stderr
     assert "interlock.runtime.api.sessions" in loaded
     assert [m for m in ("interlock.runtime.engine.runner", "interlock.runtime.engine.host",
                         "interlock.runtime.inbox.session", "interlock.runtime.api.running")
