@@ -161,7 +161,7 @@ class RalphRun(HostPlugin):
                        else SessionLimits(config, time.time()))
         self.state = ""
         self._ended = 0  # invocations ended since the last look
-        self._facts = FileFacts()  # the project's file hashes, for progress digests
+        self._facts = FileFacts()  # file hashes and review verdicts, for progress digests
         self._host: SessionHost | None = None
         self._looks: asyncio.Queue[None] | None = None  # a look is due (a step, a deadline)
         self._moved: asyncio.Event | None = None  # the orchestrator committed a step

@@ -146,7 +146,7 @@ class Mailbox:
         for folder in owners:
             try:
                 with os.scandir(folder) as entries:
-                    if any(True for _ in entries):
+                    if any(entries):
                         return False
             except FileNotFoundError:
                 continue
