@@ -13,8 +13,9 @@ from typing import Any
 
 import psutil
 
+from interlock.runtime.engine.snapshot import Snapshot
 from interlock.runtime.host.procfs import carries_dispatch_id, group_members
-from interlock.runtime.store import AgentRecord, open_store
+from interlock.runtime.store import AgentRecord, SessionNotFound, open_store
 
 from support.cli import Cli
 from support.proc_helpers import cli_argv
@@ -83,18 +84,31 @@ def test_an_end_marker_completes_and_the_lingering_agent_is_stopped(
     assert _carriers(result["dispatchId"]) == [] and _stored_agents(tmp_path) == []
 
 
-def _wait_for_record(cwd: Path, runner: subprocess.Popen[bytes],
+def _committed_active(cwd: Path, session: str) -> bool:
+    """Whether the session's last committed step left it in ``active`` (the agent is
+    recorded while the step that spawns it runs, before that step commits)."""
+    store = open_store(None, cwd)
+    try:
+        return "active" in Snapshot.from_json(store.get(session).snapshot).configuration
+    except SessionNotFound:
+        return False
+    finally:
+        store.close()
+
+
+def _wait_for_record(cwd: Path, runner: subprocess.Popen[bytes], session: str,
                      deadline: float = 30.0) -> AgentRecord:
+    """The agent's record, once the step that spawned it is committed."""
     end = time.monotonic() + deadline
     while time.monotonic() < end:
         if runner.poll() is not None:
             raise AssertionError(f"the runner exited {runner.returncode}")
         if (cwd / ".interlock" / "state.db").exists():
             records = _stored_agents(cwd)
-            if records:
+            if records and _committed_active(cwd, session):
                 return records[0]
         time.sleep(0.05)  # waiting on another process, not on time
-    raise AssertionError("the runner never recorded its agent")
+    raise AssertionError("the runner never recorded its agent in a committed step")
 
 
 def test_a_sigkilled_run_resumes_restarts_its_agent_and_leaves_none_behind(
@@ -105,7 +119,7 @@ def test_a_sigkilled_run_resumes_restarts_its_agent_and_leaves_none_behind(
                  json.dumps(context)),
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        record = _wait_for_record(tmp_path, runner)
+        record = _wait_for_record(tmp_path, runner, "k1")
         runner.send_signal(signal.SIGKILL)  # the runner only: the agent leads its own group
         runner.wait(timeout=20)
         assert list(group_members(record.pgid)) == [record.pid]  # orphaned, still running
